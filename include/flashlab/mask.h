@@ -1,0 +1,76 @@
+// flashlab/mask.h — which keys a query row sees, and how scores are modified. Host and device.
+//
+// Causal masking and the sliding window are both interval constraints on the key index, so every
+// query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). All backends use
+// these functions, so they cannot disagree on the mask.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "flashlab/config.h"
+#include "flashlab/params.h"
+
+namespace flashlab {
+
+// The mask of one (batch, head) problem, with sizes of that sequence pair.
+struct RowMask {
+  int64_t seqlen_q = 0;
+  int64_t seqlen_k = 0;
+  int64_t shift = 0;   // diagonal offset: seqlen_k - seqlen_q (bottom-right) or 0 (top-left)
+  int64_t left = -1;   // keys visible left of the diagonal; -1 = unbounded
+  int64_t right = -1;  // keys visible right of the diagonal; -1 = unbounded (causal: 0)
+};
+
+FLASHLAB_HD RowMask make_row_mask(const AttentionConfig& c, int64_t seqlen_q, int64_t seqlen_k) {
+  RowMask m;
+  m.seqlen_q = seqlen_q;
+  m.seqlen_k = seqlen_k;
+  m.shift = c.causal_align == CausalAlign::kBottomRight ? seqlen_k - seqlen_q : 0;
+  m.left = c.window_left;
+  m.right = c.window_right;
+  if (c.causal) m.right = 0;  // causal == no key right of the diagonal (window_right is ignored)
+  return m;
+}
+
+// Visible key range [*lo, *hi] of query row i (empty when *hi < *lo).
+FLASHLAB_HD void visible_keys(const RowMask& m, int64_t i, int64_t* lo, int64_t* hi) {
+  int64_t a = 0, b = m.seqlen_k - 1;
+  const int64_t d = i + m.shift;  // the key on this row's diagonal
+  if (m.left >= 0 && d - m.left > a) a = d - m.left;
+  if (m.right >= 0 && d + m.right < b) b = d + m.right;
+  *lo = a;
+  *hi = b;
+}
+
+FLASHLAB_HD bool key_visible(const RowMask& m, int64_t i, int64_t j) {
+  int64_t lo, hi;
+  visible_keys(m, i, &lo, &hi);
+  return j >= lo && j <= hi;
+}
+
+// Number of visible (query, key) pairs: the mask-aware work count used by flops().
+FLASHLAB_HD int64_t visible_pairs(const RowMask& m) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < m.seqlen_q; ++i) {
+    int64_t lo, hi;
+    visible_keys(m, i, &lo, &hi);
+    if (hi >= lo) n += hi - lo + 1;
+  }
+  return n;
+}
+
+// Score modification between S = scale * Q·Kᵀ and the softmax (softcap, then ALiBi).
+// `alibi_slope` is 0 when ALiBi is off. Returns the modified score.
+template <typename T>
+FLASHLAB_HD T modify_score(T s, T softcap, T alibi_slope, int64_t i, int64_t j, int64_t shift) {
+  if (softcap > T(0)) s = softcap * tanh(s / softcap);
+  if (alibi_slope != T(0)) {
+    int64_t dist = i + shift - j;
+    if (dist < 0) dist = -dist;
+    s -= alibi_slope * static_cast<T>(dist);
+  }
+  return s;
+}
+
+}  // namespace flashlab

@@ -1,0 +1,25 @@
+// src/api/backend.h — the functions each backend exports to the dispatcher.
+//
+// The dispatcher (dispatch.cpp) has already validated the params with the generic rules
+// (validate.cpp) and the backend's own limits, and resolved defaults: softmax_scale is finite,
+// impl is concrete. Backends return kOutOfMemory / kDeviceError / kInternal only.
+#pragma once
+
+#include "flashlab/flashlab.h"
+
+namespace flashlab {
+namespace detail {
+
+// CPU, src/cpu/reference*.cpp: float64, materializes S and P.
+Status reference_forward(const FwdParams& p);
+Status reference_backward(const BwdParams& p);
+
+// CPU, src/cpu/cpu_flash*.cpp: FlashAttention-2 on the CPU.
+Status cpu_flash_forward(const FwdParams& p);
+Status cpu_flash_backward(const BwdParams& p);
+
+// Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).
+constexpr int64_t kCpuMaxHeadDim = 512;
+
+}  // namespace detail
+}  // namespace flashlab

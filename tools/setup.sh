@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tools/setup.sh — idempotent set-up from a fresh clone. Safe to run again: each step checks first.
+#   1. Debian packages: compilers, CMake, GoogleTest, OpenBLAS (the CPU sgemm peer in the benchmark)
+#   2. Python packages into a project-local virtual environment (.venv)
+#   3. CUTLASS/CuTe headers from the pinned PyPI package nvidia-cutlass, into .deps/cutlass
+#      (installed without its Python dependencies: we only need the headers)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CUTLASS_VERSION=4.2.0.0   # newest nvidia-cutlass release; builds with nvcc 13.0
+APT_PACKAGES=(cmake g++ make libgtest-dev libopenblas-dev python3-venv)
+PY_PACKAGES=(numpy==2.2.6 pytest==8.4.2)
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# ---- 1. Debian packages
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  log "Debian packages present"
+fi
+
+# ---- 2. Python virtual environment
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import numpy, pytest" >/dev/null 2>&1; then
+  log "installing Python packages: ${PY_PACKAGES[*]}"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+else
+  log "Python packages present"
+fi
+
+# ---- 3. CUTLASS / CuTe headers
+stamp=.deps/cutlass/.version
+if [ "$(cat "$stamp" 2>/dev/null)" != "$CUTLASS_VERSION" ]; then
+  log "installing nvidia-cutlass==$CUTLASS_VERSION headers into .deps/cutlass"
+  rm -rf .deps/cutlass
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    --target .deps/cutlass "nvidia-cutlass==$CUTLASS_VERSION"
+  test -f .deps/cutlass/cutlass_library/source/include/cute/tensor.hpp
+  echo "$CUTLASS_VERSION" > "$stamp"
+else
+  log "CUTLASS $CUTLASS_VERSION present"
+fi
+log "done"
