@@ -18,6 +18,16 @@ Status reference_backward(const BwdParams& p);
 Status cpu_flash_forward(const FwdParams& p);
 Status cpu_flash_backward(const BwdParams& p);
 
+#if defined(FLASHLAB_WITH_CUDA)
+// CUDA learning kernels, learn/ (versions 0..4). Tensors, lse and cu_seqlens are device pointers.
+// learn_supports() says whether `version` can run this configuration (an unsupported feature is
+// reported as kUnsupported naming the feature); forward in learn/api_forward.cu, backward in
+// learn/api_backward.cu.
+Status learn_supports(int version, const AttentionConfig& c, bool backward);
+Status learn_forward(int version, const FwdParams& p);
+Status learn_backward(int version, const BwdParams& p);
+#endif
+
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).
 constexpr int64_t kCpuMaxHeadDim = 512;
 
