@@ -42,17 +42,21 @@ enum class Impl : int {
 enum class CausalAlign : int { kBottomRight = 0, kTopLeft = 1 };
 
 // One attention tensor: base pointer and strides (in elements) of its three outer dimensions.
+// dim_stride must be 1 (the last dimension is contiguous); it exists so that bindings can pass a
+// framework tensor's strides through unchanged and get a clear error instead of a wrong answer.
 struct TensorRef {
   const void* ptr = nullptr;
   int64_t batch_stride = 0;
   int64_t row_stride = 0;
   int64_t head_stride = 0;
+  int64_t dim_stride = 1;
 };
 struct MutTensorRef {
   void* ptr = nullptr;
   int64_t batch_stride = 0;
   int64_t row_stride = 0;
   int64_t head_stride = 0;
+  int64_t dim_stride = 1;
 };
 
 // Everything the forward and backward passes share: shapes, masking and score modifications.
@@ -123,10 +127,10 @@ struct BwdParams : AttentionConfig {
 
 // Strides of a contiguous (batch, seqlen, heads, head_dim) tensor.
 inline TensorRef contiguous(const void* p, int64_t seqlen, int64_t heads, int64_t head_dim) {
-  return TensorRef{p, seqlen * heads * head_dim, heads * head_dim, head_dim};
+  return TensorRef{p, seqlen * heads * head_dim, heads * head_dim, head_dim, 1};
 }
 inline MutTensorRef contiguous(void* p, int64_t seqlen, int64_t heads, int64_t head_dim) {
-  return MutTensorRef{p, seqlen * heads * head_dim, heads * head_dim, head_dim};
+  return MutTensorRef{p, seqlen * heads * head_dim, heads * head_dim, head_dim, 1};
 }
 
 }  // namespace flashlab

@@ -59,8 +59,8 @@ struct HostTensor {
   float get(int64_t b, int64_t r, int64_t h, int64_t d) const;
   void set(int64_t b, int64_t r, int64_t h, int64_t d, float v);
   void fill_nan();  // every byte pattern of the buffer, padding included, becomes NaN
-  TensorRef ref() const { return TensorRef{data(), batch_stride, row_stride, head_stride}; }
-  MutTensorRef mut() { return MutTensorRef{data(), batch_stride, row_stride, head_stride}; }
+  TensorRef ref() const { return TensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
+  MutTensorRef mut() { return MutTensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
 };
 
 struct Problem {
