@@ -1,17 +1,248 @@
-// PLACEHOLDER — the dispatcher is being written.
+// src/api/dispatch.cpp — from a public call to one backend.
+//
+//   attention_forward(p)
+//     -> validate_forward_generic(p)        generic rules (validate.cpp)
+//     -> resolve kAuto to a concrete impl   (first available backend in kBackends that supports p)
+//     -> backend.supports(p)                the implementation's own limits
+//     -> fill defaults (softmax_scale)      backends always see a finite scale
+//     -> backend.forward(p)                 exceptions become Status; nothing escapes
+//
+// A new backend is one row of kBackends (and its functions in backend.h).
 #include <cmath>
+#include <new>
+#include <sstream>
+
 #include "api/backend.h"
+#include "api/device.h"
+#include "api/validate.h"
+#include "flashlab_build_config.h"
+
 namespace flashlab {
-Status attention_forward(const FwdParams& p0) {
-  FwdParams p = p0;
-  if (!std::isfinite(p.softmax_scale)) p.softmax_scale = 1.0f / std::sqrt((float)p.head_dim);
-  if (p.impl == Impl::kReference) return detail::reference_forward(p);
-  return detail::cpu_flash_forward(p);
+namespace detail {
+namespace {
+
+using SupportsFn = Status (*)(const AttentionConfig&, bool backward, const char* name);
+using FwdFn = Status (*)(const FwdParams&);
+using BwdFn = Status (*)(const BwdParams&);
+
+struct Backend {
+  Impl impl;
+  const char* name;
+  Device device;
+  const char* description;
+  SupportsFn supports;
+  FwdFn forward;
+  BwdFn backward;
+};
+
+Status cpu_supports(const AttentionConfig& c, bool, const char* name) {
+  if (c.device != Device::kCPU)
+    return Status::Unsupported(std::string("impl ") + name + " runs on the cpu, but device is " + to_string(c.device));
+  if (c.head_dim > kCpuMaxHeadDim)
+    return unsupported_value("head_dim", c.head_dim, name, "1.." + std::to_string(kCpuMaxHeadDim));
+  return Status::Ok();
 }
-Status attention_backward(const BwdParams& p0) {
-  BwdParams p = p0;
-  if (!std::isfinite(p.softmax_scale)) p.softmax_scale = 1.0f / std::sqrt((float)p.head_dim);
-  if (p.impl == Impl::kReference) return detail::reference_backward(p);
-  return detail::cpu_flash_backward(p);
+
+#if defined(FLASHLAB_WITH_CUDA)
+template <int V>
+Status learn_supports_v(const AttentionConfig& c, bool backward, const char* name) {
+  if (c.device != Device::kCUDA)
+    return Status::Unsupported(std::string("impl ") + name + " runs on cuda, but device is " + to_string(c.device));
+  return learn_supports(V, c, backward);
 }
+template <int V>
+Status learn_fwd_v(const FwdParams& p) { return learn_forward(V, p); }
+template <int V>
+Status learn_bwd_v(const BwdParams& p) { return learn_backward(V, p); }
+#endif
+
+// Order matters for kAuto: the first available row that supports the call wins, so the fastest
+// implementation of each device comes first.
+const Backend kBackends[] = {
+#if defined(FLASHLAB_WITH_CUDA)
+    {Impl::kLearnV4, "learn_v4", Device::kCUDA, "learning path v4: pipelined tensor cores (cp.async, swizzle)",
+     learn_supports_v<4>, learn_fwd_v<4>, learn_bwd_v<4>},
+    {Impl::kLearnV3, "learn_v3", Device::kCUDA, "learning path v3: tensor cores (mma.sync, ldmatrix)",
+     learn_supports_v<3>, learn_fwd_v<3>, learn_bwd_v<3>},
+    {Impl::kLearnV2, "learn_v2", Device::kCUDA, "learning path v2: FlashAttention-2 loop order, scalar",
+     learn_supports_v<2>, learn_fwd_v<2>, learn_bwd_v<2>},
+    {Impl::kLearnV1, "learn_v1", Device::kCUDA, "learning path v1: FlashAttention-1, scalar",
+     learn_supports_v<1>, learn_fwd_v<1>, learn_bwd_v<1>},
+    {Impl::kLearnV0, "learn_v0", Device::kCUDA, "learning path v0: standard attention (cuBLAS + softmax)",
+     learn_supports_v<0>, learn_fwd_v<0>, learn_bwd_v<0>},
+#endif
+    {Impl::kCpuFlash, "cpu_flash", Device::kCPU, "CPU FlashAttention-2: tiled, online softmax, OpenMP",
+     cpu_supports, cpu_flash_forward, cpu_flash_backward},
+    {Impl::kReference, "reference", Device::kCPU, "CPU float64 reference: materializes S and P (the oracle)",
+     cpu_supports, reference_forward, reference_backward},
+};
+
+bool available(const Backend& b) { return b.device == Device::kCPU || cuda_device_count() > 0; }
+
+const Backend* find_backend(Impl impl) {
+  for (const Backend& b : kBackends)
+    if (b.impl == impl) return &b;
+  return nullptr;
 }
+
+// Resolves the implementation and checks that it supports the call.
+Status select(const AttentionConfig& c, bool backward, const Backend** out) {
+  if (c.impl == Impl::kAuto) {
+    Status first_error;
+    for (const Backend& b : kBackends) {
+      if (b.device != c.device || !available(b)) continue;
+      Status st = b.supports(c, backward, b.name);
+      if (st.ok()) {
+        *out = &b;
+        return st;
+      }
+      if (first_error.ok()) first_error = st;
+    }
+    if (!first_error.ok()) return first_error;
+    return Status::Unsupported(std::string("impl auto: no implementation available for device ") + to_string(c.device));
+  }
+  const Backend* b = find_backend(c.impl);
+  if (b == nullptr) {
+    return Status::Unsupported(std::string("impl ") + to_string(c.impl) + " is not compiled into this build");
+  }
+  if (!available(*b)) return Status::Unsupported(std::string("impl ") + b->name + ": no CUDA device is available");
+  FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name));
+  *out = b;
+  return Status::Ok();
+}
+
+template <typename P>
+void fill_defaults(P& p, const Backend& b) {
+  if (std::isnan(p.softmax_scale)) p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  p.impl = b.impl;
+}
+
+template <typename Fn, typename P>
+Status run_guarded(Fn fn, const P& p) {
+  try {
+    return fn(p);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of host memory for scratch buffers");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return Status(StatusCode::kInternal, "unexpected exception");
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+Status validate_forward(const FwdParams& p) {
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_forward_generic(p));
+  const detail::Backend* b = nullptr;
+  return detail::select(p, false, &b);
+}
+
+Status validate_backward(const BwdParams& p) {
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(p));
+  const detail::Backend* b = nullptr;
+  return detail::select(p, true, &b);
+}
+
+Status attention_forward(const FwdParams& params) {
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_forward_generic(params));
+  const detail::Backend* b = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(detail::select(params, false, &b));
+  FwdParams p = params;
+  detail::fill_defaults(p, *b);
+  return detail::run_guarded(b->forward, p);
+}
+
+Status attention_backward(const BwdParams& params) {
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(params));
+  const detail::Backend* b = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(detail::select(params, true, &b));
+  BwdParams p = params;
+  detail::fill_defaults(p, *b);
+  return detail::run_guarded(b->backward, p);
+}
+
+Status forward_workspace_size(const FwdParams& p, int64_t* bytes) {
+  FLASHLAB_RETURN_IF_ERROR(validate_forward(p));
+  *bytes = 0;  // no backend needs caller-provided workspace yet
+  return Status::Ok();
+}
+
+Status backward_workspace_size(const BwdParams& p, int64_t* bytes) {
+  FLASHLAB_RETURN_IF_ERROR(validate_backward(p));
+  *bytes = 0;
+  return Status::Ok();
+}
+
+Status resolve_impl(const AttentionConfig& c, Impl* out) {
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_config(c));
+  const detail::Backend* b = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(detail::select(c, false, &b));
+  *out = b->impl;
+  return Status::Ok();
+}
+
+std::vector<ImplInfo> list_implementations() {
+  std::vector<ImplInfo> v;
+  for (const detail::Backend& b : detail::kBackends)
+    v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
+  return v;
+}
+
+const char* to_string(Impl impl) {
+  switch (impl) {
+    case Impl::kAuto: return "auto";
+    case Impl::kReference: return "reference";
+    case Impl::kCpuFlash: return "cpu_flash";
+    case Impl::kLearnV0: return "learn_v0";
+    case Impl::kLearnV1: return "learn_v1";
+    case Impl::kLearnV2: return "learn_v2";
+    case Impl::kLearnV3: return "learn_v3";
+    case Impl::kLearnV4: return "learn_v4";
+    case Impl::kCudaSm80: return "cuda_sm80";
+    case Impl::kCudaSm90: return "cuda_sm90";
+  }
+  return "unknown";
+}
+
+const char* to_string(Device d) { return d == Device::kCPU ? "cpu" : d == Device::kCUDA ? "cuda" : "unknown"; }
+
+Status parse_impl(const std::string& name, Impl* out) {
+  const Impl all[] = {Impl::kAuto,    Impl::kReference, Impl::kCpuFlash, Impl::kLearnV0, Impl::kLearnV1,
+                      Impl::kLearnV2, Impl::kLearnV3,   Impl::kLearnV4,  Impl::kCudaSm80, Impl::kCudaSm90};
+  std::string known;
+  for (Impl i : all) {
+    if (name == to_string(i)) {
+      *out = i;
+      return Status::Ok();
+    }
+    known += (known.empty() ? "" : ", ") + std::string(to_string(i));
+  }
+  return Status::Invalid("impl '" + name + "' is unknown: expected one of " + known);
+}
+
+Status parse_dtype(const std::string& name, DType* out) {
+  if (name == "fp32" || name == "float32") *out = DType::kFloat32;
+  else if (name == "fp16" || name == "float16") *out = DType::kFloat16;
+  else if (name == "bf16" || name == "bfloat16") *out = DType::kBFloat16;
+  else if (name == "fp8_e4m3") *out = DType::kFloat8E4M3;
+  else return Status::Invalid("dtype '" + name + "' is unknown: expected fp32, fp16 or bf16");
+  return Status::Ok();
+}
+
+BuildInfo build_info() {
+  BuildInfo bi;
+  bi.version = FLASHLAB_VERSION_STRING;
+  bi.cuda_compiled = detail::cuda_compiled();
+  bi.cuda_archs = FLASHLAB_BUILD_CUDA_ARCHS;
+  bi.cuda_version = bi.cuda_compiled ? FLASHLAB_BUILD_CUDA_VERSION : "";
+  bi.compiler = FLASHLAB_BUILD_CXX;
+  bi.cpu_flags = FLASHLAB_BUILD_CPU_FLAGS;
+  bi.cuda_device_count = detail::cuda_device_count();
+  bi.cuda_devices = detail::cuda_device_names();
+  return bi;
+}
+
+}  // namespace flashlab
