@@ -37,6 +37,8 @@ Status check_tensor(const char* name, const void* ptr, int64_t batch_stride, int
                     int64_t head_stride, int64_t dim_stride, int64_t batch, int64_t rows,
                     int64_t heads, int64_t head_dim, int64_t elem_size, bool is_output) {
   if (ptr == nullptr) return invalid(cat(name, " is null"));
+  if (reinterpret_cast<uintptr_t>(ptr) % elem_size != 0)
+    return invalid(cat(name, " is not aligned to its element size (", elem_size, " bytes)"));
   if (dim_stride != 1)
     return invalid(cat(name, ".dim_stride (", dim_stride,
                        ") must be 1: the last dimension (head_dim) must be contiguous"));
@@ -44,9 +46,10 @@ Status check_tensor(const char* name, const void* ptr, int64_t batch_stride, int
     return invalid(cat(name, " strides (batch ", batch_stride, ", row ", row_stride, ", head ",
                        head_stride, ") must be non-negative"));
   Dim dims[4] = {{batch, batch_stride}, {rows, row_stride}, {heads, head_stride}, {head_dim, 1}};
+  for (const Dim& d : dims)
+    if (d.extent <= 0) return Status::Ok();  // empty (e.g. a varlen batch of empty sequences)
   int64_t max_off = 0;
   for (const Dim& d : dims) {
-    if (d.extent <= 0) continue;  // empty tensor: nothing is addressed
     int64_t t;
     if (!mul_ok(d.extent - 1, d.stride, &t) || !add_ok(max_off, t, &max_off))
       return invalid(cat(name, ": the largest element offset overflows int64 (sizes x strides too large)"));
