@@ -61,6 +61,14 @@ TEST(Philox, Random123KnownAnswers) {
   }
 }
 
+// The worked example of docs/dropout.md: seed 0, offset 0, batch 0, head 0, row 0 is counter 0 with
+// key 0, i.e. the first known answer; with p = 0.5 (threshold 2^31) column 0 is dropped, 1-3 kept.
+TEST(Philox, WorkedExampleOfTheDocs) {
+  const uint32_t t = dropout_threshold(0.5f);
+  const bool want[4] = {false, true, true, true};
+  for (int64_t col = 0; col < 4; ++col) EXPECT_EQ(dropout_keep(0, 0, t, 0, 1, 0, 0, col), want[col]) << col;
+}
+
 // The keying documented in philox.h and docs/dropout.md, built by hand from its definition:
 //   key = (lo32(seed), hi32(seed)), bh = offset + batch*heads_q + head,
 //   counter = (col/4, row, lo32(bh), hi32(bh)), word = philox(counter, key)[col % 4].
@@ -111,6 +119,8 @@ TEST(DropoutThreshold, EdgeCases) {
   EXPECT_EQ(dropout_threshold(std::numeric_limits<float>::quiet_NaN()), 0u);
   EXPECT_EQ(dropout_threshold(0.5f), 2147483648u);   // exactly 2^31
   EXPECT_EQ(dropout_threshold(0.25f), 1073741824u);  // exactly 2^30
+  // From the float, not the decimal: 0.1f = 13421773 * 2^-27, so floor(0.1f * 2^32) = 13421773 * 32.
+  EXPECT_EQ(dropout_threshold(0.1f), 429496736u);
   EXPECT_EQ(dropout_threshold(std::ldexp(1.0f, -32)), 1u);
   EXPECT_EQ(dropout_threshold(1e-10f), 0u);  // p < 2^-32: nothing can be dropped
   // The largest float below 1 is 1 - 2^-24: threshold 2^32 - 2^8.
