@@ -1,0 +1,135 @@
+// learn/kernels/backward_common.cuh — what every backward learning kernel shares.
+//
+// The backward pass of attention (one head, softmax_scale = c, rows i = queries, cols j = keys):
+//   S  = c·Q·Kᵀ            P  = exp(S − LSE)         (recomputed from the forward's LSE)
+//   dV = Pᵀ·dO             dP = dO·Vᵀ
+//   D  = rowsum(dO ∘ O)    dS = P ∘ (dP − D)         (softmax Jacobian, see docs/learn)
+//   dQ = c·dS·K            dK = c·dSᵀ·Q
+//
+// This header holds the device-side view of BwdParams (BwdArgs), the workspace every version
+// after v0 uses (fp32 dQ accumulator, D, LSE·log2e), the pre/post-processing kernels around the
+// main kernels, and the per-version entry points that learn/api_backward.cu dispatches to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "flashlab/flashlab.h"
+#include "kernels/common.cuh"
+
+namespace flashlab {
+namespace learn_bwd {
+
+using learn::kLog2e;  // kernels/common.cuh: shared with the forward kernels
+
+// Errors go through kernels/common.cuh: LEARN_CUDA_TRY(call), LEARN_CUBLAS_TRY(call),
+// LEARN_LAUNCH_TRY() after a launch. Each returns a kDeviceError Status naming the call.
+
+// ---- element types: the kernels are templates over T = __nv_bfloat16 or __half
+template <typename T>
+__device__ __forceinline__ float to_float(T x) { return learn::ElemTraits<T>::to_float(x); }
+template <typename T>
+__device__ __forceinline__ T from_float(float x) { return learn::ElemTraits<T>::from_float(x); }
+
+// ---- device-side view of one backward call (plain values, passed by value to every kernel)
+struct Strides {
+  int64_t batch = 0, row = 0, head = 0;  // elements
+};
+struct BwdArgs {
+  const void *q, *k, *v, *o, *dout;
+  void *dq, *dk, *dv;
+  Strides q_st, k_st, v_st, o_st, do_st, dq_st, dk_st, dv_st;
+  const float* lse;  // (batch, heads_q, seqlen_q) from the forward pass
+  int64_t lse_batch_stride, lse_head_stride;
+
+  int batch, seqlen_q, seqlen_k, heads_q, heads_kv, group;  // group = heads_q / heads_kv (GQA)
+  int head_dim;
+  DType dtype;       // kBFloat16 or kFloat16 (selects the template instance)
+  float scale;       // softmax_scale
+  float scale_log2;  // softmax_scale · log2(e): P = exp2(s·scale_log2 − lse2)
+  bool causal;       // bottom-right: key j visible from query i iff j <= i + shift
+  int shift;         // seqlen_k − seqlen_q
+
+  // Workspace (versions 1..4; see Workspace below).
+  float* dq_acc;     // (batch, heads_q, seqlen_q, head_dim) fp32, zeroed by the preprocessing
+  float* lse2;       // (batch, heads_q, rows_pad): LSE·log2e, +inf for rows with no key or padding
+  float* dvec;       // (batch, heads_q, rows_pad): D = rowsum(dO ∘ O), 0 on padding rows
+  int* dq_turn;      // (batch, heads_q, q_blocks) deterministic dQ order, or null (atomics)
+  int rows_pad;      // seqlen_q rounded up to kRowPad
+  int turn_block_m;  // query rows per dq_turn entry (the kernel's Q block)
+};
+
+// lse2 / dvec rows are padded to a multiple of this, so kernels load whole Q blocks unguarded.
+constexpr int kRowPad = 128;
+
+__host__ __device__ inline int64_t elem_index(const Strides& s, int64_t b, int64_t row, int64_t h) {
+  return b * s.batch + row * s.row + h * s.head;
+}
+__host__ __device__ inline int64_t row_stat_index(const BwdArgs& a, int b, int h, int row) {
+  return (static_cast<int64_t>(b) * a.heads_q + h) * a.rows_pad + row;
+}
+__host__ __device__ inline int64_t dq_acc_index(const BwdArgs& a, int b, int h, int row) {
+  return ((static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + row) * a.head_dim;
+}
+// Causal visibility (bottom-right alignment, the API's default and the only one learn/ supports).
+__device__ __forceinline__ bool visible(const BwdArgs& a, int i, int j) {
+  return !a.causal || j <= i + a.shift;
+}
+
+BwdArgs make_args(const BwdParams& p);
+
+// ---- workspace: one device allocation split into the arrays above
+struct Workspace {
+  void* base = nullptr;
+  bool owned = false;       // allocated here with cudaMallocAsync (else p.workspace)
+  cudaStream_t stream = nullptr;
+  int64_t bytes = 0;
+};
+// Bytes needed by versions 1..4 for these params (turn_block_m > 0: deterministic dQ order).
+int64_t workspace_bytes(const BwdParams& p, int turn_block_m);
+// Carves the workspace into args.dq_acc / lse2 / dvec / dq_turn. Uses p.workspace when it is big
+// enough, else cudaMallocAsync on the stream (freed by release()).
+Status acquire_workspace(const BwdParams& p, int turn_block_m, BwdArgs* args, Workspace* ws);
+Status release_workspace(Workspace* ws);
+
+// ---- the kernels around every FA-2 style backward (backward_common.cu)
+// D = rowsum(dO ∘ O), lse2 = LSE·log2e (+inf where LSE = -inf or on padding rows), dq_acc = 0,
+// dq_turn = 0. One warp per query row.
+Status launch_preprocess(const BwdArgs& a, cudaStream_t stream);
+// dq = scale · dq_acc, rounded to the element type, written with the caller's strides.
+Status launch_postprocess_dq(const BwdArgs& a, cudaStream_t stream);
+
+// ---- deterministic dQ: key block n adds into query block m only after key blocks 0..n-1 did.
+// The key blocks that touch a query block are always 0..N (contiguous from 0, also with causal
+// skipping), so "wait until the counter equals n, add, set it to n+1" fixes the summation order.
+// It cannot deadlock as long as blocks are dispatched in blockIdx order (key block = blockIdx.x):
+// the block we wait for was started before us. FlashAttention-3 relies on the same property.
+__device__ __forceinline__ void dq_turn_wait(const int* turn, int n) {
+  if (turn == nullptr) return;
+  if (threadIdx.x == 0) {
+    int seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(turn));
+    } while (seen != n);
+  }
+  __syncthreads();
+}
+__device__ __forceinline__ void dq_turn_pass(int* turn, int n) {
+  if (turn == nullptr) return;
+  __threadfence();  // each thread's dQ additions are visible device-wide before the hand-over
+  __syncthreads();
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(turn), "r"(n + 1) : "memory");
+}
+
+// ---- per-version entry points (learn/kernels/backward_vN.cu), dispatched by learn/api_backward.cu
+Status backward_v0(const BwdParams& p);
+Status backward_v1(const BwdParams& p);
+Status backward_v2(const BwdParams& p);
+Status backward_v3(const BwdParams& p);
+Status backward_v4(const BwdParams& p);
+
+// Device memory a version allocates beyond the inputs and outputs (for the harness' report).
+int64_t extra_memory_bytes(int version, const BwdParams& p);
+
+}  // namespace learn_bwd
+}  // namespace flashlab
