@@ -1,0 +1,227 @@
+// src/cpu/cpu_flash_tiles.h — what cpu_flash's forward and backward share besides the GEMM:
+// tile sizes, moving rows of q/k/v/... between the caller's tensors (any dtype, any strides) and
+// padded fp32 tiles, the score modification + mask policy, and the dropout keep-mask.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "common/problem.h"
+#include "cpu/cpu_flash_simd.h"
+#include "flashlab/dtype.h"
+#include "flashlab/mask.h"
+#include "flashlab/params.h"
+#include "flashlab/philox.h"
+
+namespace flashlab {
+namespace detail {
+namespace flash {
+
+// ---- tile sizes (the one place they are chosen)
+// kBlockQ queries x kBlockK keys per step. 64 x 64 keeps the per-thread working set at head_dim 64
+// (Qᵀ, K, V, O and the 64x64 score tile: 80 KiB) inside L2 with the streaming K/V panel in L1, and
+// makes the score tile's query dimension one 64-float row = exactly the micro-kernel's 4 AVX-512
+// vectors. Both must be multiples of simd::kWidth.
+constexpr int64_t kBlockQ = 64;
+constexpr int64_t kBlockK = 64;
+static_assert(kBlockQ % simd::kWidth == 0 && kBlockK % simd::kWidth == 0, "blocks must be whole vectors");
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+inline int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+// head_dim padded to whole vectors: tiles carry zeros in the extra columns, so products are exact.
+inline int64_t padded_head_dim(int64_t d) { return round_up(d, simd::kWidth); }
+
+// ---- the rows of one (sequence, head) of a tensor
+struct HeadRows {
+  char* base = nullptr;  // element (row 0, dim 0)
+  int64_t row_stride = 0;  // in elements
+  int64_t elem_size = 0;
+  const void* row(int64_t r) const { return base + r * row_stride * elem_size; }
+  void* mut_row(int64_t r) const { return base + r * row_stride * elem_size; }
+  HeadRows from(int64_t r0) const { return HeadRows{base + r0 * row_stride * elem_size, row_stride, elem_size}; }
+};
+
+template <typename Ref>
+HeadRows head_rows(const AttentionConfig& c, const Ref& t, const SeqBounds& sb, bool query_side, int64_t b,
+                   int64_t head) {
+  const int64_t begin = query_side ? sb.q_begin : sb.k_begin;
+  HeadRows h;
+  h.elem_size = dtype_size(c.dtype);
+  h.row_stride = t.row_stride;
+  const int64_t off = elem_offset(c, t.batch_stride, t.row_stride, t.head_stride, b, begin, 0, head);
+  h.base = static_cast<char*>(const_cast<void*>(static_cast<const void*>(t.ptr))) + off * h.elem_size;
+  return h;
+}
+
+// ---- element conversion, written branch-free so loops over a row vectorize
+// IEEE half -> float: shift exponent+mantissa into place and rescale by 2^(127-15); this is exact
+// for normal and subnormal halves alike. Inf/NaN (exponent all ones) get the float exponent.
+inline float half_to_float_fast(uint16_t h) {
+  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t bits = float_to_bits(bits_to_float(em) * 0x1p112f);
+  if (em >= 0x0f800000u) bits = em | 0x7f800000u;
+  return bits_to_float(bits | sign);
+}
+
+template <DType kD>
+inline float load_elem(const void* row, int64_t k) {
+  if constexpr (kD == DType::kFloat32) {
+    return static_cast<const float*>(row)[k];
+  } else if constexpr (kD == DType::kBFloat16) {
+    return bits_to_float(static_cast<uint32_t>(static_cast<const uint16_t*>(row)[k]) << 16);
+  } else {
+    return half_to_float_fast(static_cast<const uint16_t*>(row)[k]);
+  }
+}
+
+// Calls fn.template operator()<kD>() for the runtime dtype: the one place a dtype becomes a type.
+template <typename Fn>
+void dtype_switch(DType d, Fn&& fn) {
+  switch (d) {
+    case DType::kFloat16: fn(std::integral_constant<DType, DType::kFloat16>{}); break;
+    case DType::kBFloat16: fn(std::integral_constant<DType, DType::kBFloat16>{}); break;
+    default: fn(std::integral_constant<DType, DType::kFloat32>{}); break;
+  }
+}
+
+// tile (rows_pad x ld) = scale * src rows [0, nrows) x [0, d), zeros elsewhere.
+inline void load_tile(DType dt, const HeadRows& src, int64_t nrows, int64_t d, float scale, float* tile,
+                      int64_t ld, int64_t rows_pad) {
+  dtype_switch(dt, [&](auto tag) {
+    constexpr DType kD = decltype(tag)::value;
+    for (int64_t r = 0; r < nrows; ++r) {
+      const void* row = src.row(r);
+      float* dst = tile + r * ld;
+#pragma omp simd
+      for (int64_t k = 0; k < d; ++k) dst[k] = scale * load_elem<kD>(row, k);
+      for (int64_t k = d; k < ld; ++k) dst[k] = 0.0f;
+    }
+  });
+  if (rows_pad > nrows) std::memset(tile + nrows * ld, 0, sizeof(float) * (rows_pad - nrows) * ld);
+}
+
+// tile (d x ld), transposed: tile[k * ld + r] = scale * src row r, element k; columns r >= nrows
+// are zero. Used once per work item (Qᵀ, dOᵀ, Kᵀ, Vᵀ), never per inner step.
+inline void load_tile_transposed(DType dt, const HeadRows& src, int64_t nrows, int64_t d, float scale,
+                                 float* tile, int64_t ld) {
+  for (int64_t k = 0; k < d; ++k)
+    for (int64_t r = nrows; r < ld; ++r) tile[k * ld + r] = 0.0f;
+  dtype_switch(dt, [&](auto tag) {
+    constexpr DType kD = decltype(tag)::value;
+    for (int64_t r = 0; r < nrows; ++r) {
+      const void* row = src.row(r);
+      for (int64_t k = 0; k < d; ++k) tile[k * ld + r] = scale * load_elem<kD>(row, k);
+    }
+  });
+}
+
+// dst rows [0, nrows) x [0, d) = scale * row_scale[r] * tile (row_scale may be null), rounded to
+// the tensor's dtype.
+inline void store_tile(DType dt, const float* tile, int64_t ld, int64_t nrows, int64_t d, const float* row_scale,
+                       float scale, const HeadRows& dst) {
+  for (int64_t r = 0; r < nrows; ++r) {
+    const float s = row_scale ? scale * row_scale[r] : scale;
+    char* row = static_cast<char*>(dst.mut_row(r));
+    const int64_t es = dst.elem_size;
+    for (int64_t k = 0; k < d; ++k) store_from_float(dt, row + k * es, s * tile[r * ld + k]);
+  }
+}
+
+// ---- scores: raw q·k -> modified, masked score in log2 units (ready for exp2)
+// Every variant goes through flashlab::modify_score (softcap, then ALiBi) and the interval mask of
+// mask.h, so cpu_flash cannot disagree with the reference on what a score is.
+struct ScoreMod {
+  float scale = 1.0f;  // softmax_scale
+  float softcap = 0.0f;
+  float alibi_slope = 0.0f;
+  RowMask mask;
+
+  // No softcap and no ALiBi: the softmax scale (and log2 e) can be folded into Q beforehand.
+  bool plain() const { return softcap == 0.0f && alibi_slope == 0.0f; }
+  float operator()(float raw, int64_t i, int64_t j) const {
+    return modify_score<float>(raw * scale, softcap, alibi_slope, i, j, mask.shift) * simd::kLog2e;
+  }
+  // d(score) / d(scale * q·k): the chain rule through softcap (ALiBi is additive).
+  float derivative(float raw) const {
+    if (softcap == 0.0f) return 1.0f;
+    const float t = std::tanh(raw * scale / softcap);
+    return 1.0f - t * t;
+  }
+};
+
+inline ScoreMod make_score_mod(const AttentionConfig& c, const SeqBounds& sb, int64_t b, int64_t h) {
+  ScoreMod m;
+  m.scale = c.softmax_scale;
+  m.softcap = c.softcap;
+  m.alibi_slope = c.alibi_slopes ? c.alibi_slopes[b * c.alibi_batch_stride + h] : 0.0f;
+  m.mask = make_row_mask(c, sb.q_len, sb.k_len);
+  return m;
+}
+
+// Visible key interval of each of n query rows starting at i0 (lo > hi when none), and the union
+// [*jlo, *jhi] over those rows (empty: *jhi < *jlo).
+inline void row_intervals(const RowMask& mask, int64_t i0, int64_t n, int32_t* lo, int32_t* hi, int64_t* jlo,
+                          int64_t* jhi) {
+  *jlo = mask.seqlen_k;
+  *jhi = -1;
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t a, b;
+    visible_keys(mask, i0 + r, &a, &b);
+    if (b < a) a = 1, b = 0;  // canonical empty interval (fits int32)
+    lo[r] = static_cast<int32_t>(a);
+    hi[r] = static_cast<int32_t>(b);
+    if (b >= a) *jlo = std::min(*jlo, a), *jhi = std::max(*jhi, b);
+  }
+}
+
+// ---- dropout keep-mask (philox.h): keep(i, j) for query row i and keys [j0, j0 + n)
+struct Dropout {
+  uint32_t threshold = 0;  // 0: off
+  float keep_scale = 1.0f;  // 1 / (1 - p)
+  uint64_t seed = 0, offset = 0;
+  int64_t batch = 0, heads_q = 0, head = 0;
+
+  bool on() const { return threshold != 0u; }
+  // fn(j, keep) for every key j in [j0, j0 + n); one Philox call serves four keys.
+  template <typename Fn>
+  void for_row(int64_t i, int64_t j0, int64_t n, Fn&& fn) const {
+    for (int64_t j = j0; j < j0 + n;) {
+      const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, i, j);
+      for (; j < j0 + n; ++j) {
+        fn(j, w.x[j & 3] >= threshold);
+        if ((j & 3) == 3) {
+          ++j;
+          break;
+        }
+      }
+    }
+  }
+};
+
+inline Dropout make_dropout(const AttentionConfig& c, int64_t b, int64_t h) {
+  Dropout d;
+  d.threshold = dropout_threshold(c.dropout_p);
+  d.keep_scale = 1.0f / (1.0f - c.dropout_p);
+  d.seed = c.dropout_seed;
+  d.offset = c.dropout_offset;
+  d.batch = b;
+  d.heads_q = c.heads_q;
+  d.head = h;
+  return d;
+}
+
+// ---- threads: params.num_threads (0 = all), never more than there are work items.
+inline int thread_count(const AttentionConfig& c, int64_t items) {
+  const int64_t n = c.num_threads > 0 ? c.num_threads : omp_get_max_threads();
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n, items)));
+}
+
+}  // namespace flash
+}  // namespace detail
+}  // namespace flashlab

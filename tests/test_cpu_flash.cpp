@@ -1,0 +1,517 @@
+// tests/test_cpu_flash.cpp — cpu_flash (FlashAttention-2 on the CPU) against the float64 reference.
+//
+//   Simd*       the pieces with their own numerics: exp2 (ulp error), the branch-free fp16 decode.
+//   Sweep*      a randomized sweep, forward and backward, over every feature: seqlens 1, 17, 113,
+//               203, 1023 (sq != sk both ways), GQA ratios 1, 2, 8, head dims 1..512, causal in
+//               both alignments, windows, softcap, ALiBi, dropout, varlen with empty sequences,
+//               padded row strides, fp32 / fp16 / bf16. FLASHLAB_LONG_TESTS=1 adds many more cases.
+//   Props*      bitwise properties: determinism, thread count, memory layout, O(seqlen) scratch.
+//
+// Tolerance (STYLE.md rule 10). Every case runs three times on the same dtype-rounded inputs:
+//   exact  the reference on an fp32 copy of the inputs: float64 math, outputs rounded to fp32 only;
+//   base   the reference on the dtype tensors: the same math, outputs rounded to the dtype — the
+//          error an implementation that stored perfect results in that dtype would have;
+//   flash  cpu_flash on the dtype tensors;
+// and requires, for out, dq, dk, dv (rel_l2 and max_abs):
+//   err(flash, exact) <= 2 * err(base, exact) + floor(dtype) * scale(exact)
+// For fp16/bf16 the baseline dominates: cpu_flash computes in fp32, so its only sizable error is the
+// final rounding, the same as the baseline's; 2x leaves room for the double rounding (fp32, then the
+// dtype) and for the backward's D = rowsum(dO ∘ O) using the rounded `out` it is given, where the
+// reference recomputes O exactly. For fp32 the baseline is 0 and the floor is the fp32 accumulation
+// error (~sqrt(terms) ulps, measured at most ~2e-6 relative here), with a 5x margin. LSE is always
+// fp32: |err| <= 1e-5 * max(1, |lse|) in each element, and -inf must match exactly.
+// A test that cannot fail is a defect: SweepSelfCheck.ToleranceCatchesASmallBug perturbs one
+// element of a correct result by 1% of its scale and asserts that the check rejects it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_flash_simd.h"
+#include "cpu/cpu_flash_tiles.h"
+#include "cpu/scratch.h"
+#include "flashlab/flashlab.h"
+#include "testing/problem.h"
+
+namespace {
+
+using flashlab::BwdParams;
+using flashlab::CausalAlign;
+using flashlab::DType;
+using flashlab::FwdParams;
+using flashlab::Impl;
+using flashlab::Status;
+namespace ft = flashlab::testing;
+namespace simd = flashlab::detail::simd;
+
+bool long_tests() {
+  const char* e = std::getenv("FLASHLAB_LONG_TESTS");
+  return e != nullptr && std::string(e) == "1";
+}
+
+// =============================================================================================
+// Simd: exp2 and the fp16 decode
+// =============================================================================================
+
+double ulp_error(float got, double want) {
+  const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+  return std::fabs(got - want) / ulp;
+}
+
+TEST(Simd, Exp2IsWithinTwoUlpsAndExactAtTheEdges) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> dist(-126.0f, 127.0f);
+  double worst = 0;
+  for (int n = 0; n < 200000; n += simd::kWidth) {
+    simd::VecF x;
+    for (int i = 0; i < simd::kWidth; ++i) x[i] = n < 1000 ? dist(rng) / 100.0f : dist(rng);
+    const simd::VecF y = simd::exp2(x);
+    for (int i = 0; i < simd::kWidth; ++i) worst = std::max(worst, ulp_error(y[i], std::exp2(double(x[i]))));
+  }
+  EXPECT_LE(worst, 2.0) << "exp2 max error in ulps";
+  simd::VecF edge{};
+  const float special[] = {0.0f, -126.0f, -126.5f, -1000.0f, simd::kNegInf, std::nanf(""), 1.0f, -1.0f};
+  for (int i = 0; i < simd::kWidth; ++i) edge[i] = special[i % 8];
+  const simd::VecF y = simd::exp2(edge);
+  for (int i = 0; i < simd::kWidth; ++i) {
+    const float x = special[i % 8];
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(y[i]));
+    } else if (x < -126.0f) {
+      EXPECT_EQ(y[i], 0.0f) << "exp2(" << x << ") must be exactly 0: masked scores";
+    } else {
+      EXPECT_EQ(y[i], std::exp2(x)) << "exp2(" << x << ")";
+    }
+  }
+}
+
+TEST(Simd, HalfDecodeMatchesDtypeHForEveryPattern) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = flashlab::fp16_to_float(static_cast<uint16_t>(h));
+    const float got = flashlab::detail::flash::half_to_float_fast(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << std::hex << h;
+    } else {
+      ASSERT_EQ(flashlab::float_to_bits(got), flashlab::float_to_bits(want)) << std::hex << h;
+    }
+  }
+}
+
+// =============================================================================================
+// Checking one problem
+// =============================================================================================
+
+// Copies the logical elements (padding excluded) of `from` into `to` (same shape, any dtype).
+void copy_values(const ft::HostTensor& from, ft::HostTensor& to) {
+  for (int64_t b = 0; b < from.batch; ++b)
+    for (int64_t r = 0; r < from.rows; ++r)
+      for (int64_t h = 0; h < from.heads; ++h)
+        for (int64_t d = 0; d < from.dim; ++d) to.set(b, r, h, d, from.get(b, r, h, d));
+}
+
+double max_magnitude(const ft::HostTensor& t) {
+  double m = 0;
+  for (int64_t b = 0; b < t.batch; ++b)
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t h = 0; h < t.heads; ++h)
+        for (int64_t d = 0; d < t.dim; ++d) m = std::max(m, std::fabs(double(t.get(b, r, h, d))));
+  return m;
+}
+
+// Padding elements (row_pad) must still hold the poison: cpu_flash writes its elements only.
+int64_t padding_written(const ft::HostTensor& t) {
+  const int64_t logical = t.heads * t.dim, es = flashlab::dtype_size(t.dtype);
+  int64_t n = 0;
+  for (int64_t row = 0; row < t.batch * t.rows; ++row)
+    for (int64_t e = logical; e < t.row_stride; ++e)
+      if (!std::isnan(flashlab::load_as_float(t.dtype, t.bytes.data() + (row * t.row_stride + e) * es))) ++n;
+  return n;
+}
+
+double floor_for(DType d) {
+  switch (d) {
+    case DType::kFloat32: return 1e-5;
+    case DType::kFloat16: return 1e-4;
+    default: return 5e-4;
+  }
+}
+
+// Absolute error statistics over the logical elements (ft::compare's rel_l2 is undefined when the
+// exact result is 0, which it is for dq and dk whenever a row sees a single key).
+struct AbsError {
+  double max_abs = 0, rms = 0;
+  int64_t nonfinite = 0;
+};
+AbsError abs_error(const ft::HostTensor& got, const ft::HostTensor& want) {
+  AbsError e;
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t b = 0; b < want.batch; ++b)
+    for (int64_t r = 0; r < want.rows; ++r)
+      for (int64_t h = 0; h < want.heads; ++h)
+        for (int64_t d = 0; d < want.dim; ++d, ++n) {
+          const double g = got.get(b, r, h, d), w = want.get(b, r, h, d), diff = std::fabs(g - w);
+          if (!std::isfinite(g)) ++e.nonfinite;
+          e.max_abs = std::max(e.max_abs, diff);
+          sum += diff * diff;
+        }
+  e.rms = n ? std::sqrt(sum / n) : 0.0;
+  return e;
+}
+
+// One tensor's verdict. `term` is the size of one term of the products behind it (see
+// term_scale): the unit of its rounding error, even where the exact result cancels to 0.
+::testing::AssertionResult within_tolerance(const char* what, const ft::HostTensor& flash,
+                                            const ft::HostTensor& base, const ft::HostTensor& exact,
+                                            bool base_is_exact, double term) {
+  const AbsError e = abs_error(flash, exact);
+  const AbsError b = base_is_exact ? AbsError{} : abs_error(base, exact);
+  const double unit = floor_for(flash.dtype) * std::max(max_magnitude(exact), term);
+  const double tol_max = 2 * b.max_abs + unit, tol_rms = 2 * b.rms + unit / 4;
+  const int64_t pad = padding_written(flash);
+  if (std::getenv("FLASHLAB_TEST_VERBOSE"))
+    std::printf("  %-3s max %.3g (base %.3g, unit %.3g)  rms %.3g (base %.3g)\n", what, e.max_abs, b.max_abs, unit,
+                e.rms, b.rms);
+  if (e.nonfinite == 0 && e.max_abs <= tol_max && e.rms <= tol_rms && pad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": flash max_abs " << e.max_abs << " rms " << e.rms << " nonfinite "
+                                       << e.nonfinite << " | baseline max_abs " << b.max_abs << " rms " << b.rms
+                                       << " | tol max " << tol_max << " rms " << tol_rms << " | padding written "
+                                       << pad;
+}
+
+// Term sizes: out = P·V sums values; dv = (P∘Z)ᵀ·dO sums rows of dO; dq = scale·dS·K and
+// dk = scale·dSᵀ·Q sum products of dS = P∘(dP − D), whose terms are dO·V products.
+struct TermScales {
+  double out, dq, dk, dv;
+};
+TermScales term_scales(const ft::Problem& pb) {
+  const ft::ProblemSpec& s = pb.spec;
+  const double scale = s.softmax_scale > 0 ? s.softmax_scale : 1.0 / std::sqrt(double(s.head_dim));
+  const double q = max_magnitude(pb.q), k = max_magnitude(pb.k), v = max_magnitude(pb.v);
+  const double dout = max_magnitude(pb.dout);
+  return TermScales{v, scale * dout * v * k, scale * dout * v * q, dout};
+}
+
+::testing::AssertionResult lse_within_tolerance(const std::vector<float>& got, const std::vector<float>& want,
+                                                const ft::Problem& pb) {
+  // Only the elements of real rows: compare_lse would count the unused (poisoned) tail of a varlen
+  // LSE buffer as well, so copy the logical ones out first.
+  std::vector<float> g, w;
+  const int64_t hq = pb.spec.heads_q;
+  for (int64_t b = 0; b < pb.spec.batch; ++b) {
+    const int64_t begin = pb.varlen() ? pb.cu_seqlens_q[b] : 0;
+    const int64_t len = pb.varlen() ? pb.cu_seqlens_q[b + 1] - begin : pb.spec.seqlen_q;
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < len; ++i) {
+        const size_t idx = static_cast<size_t>(pb.varlen() ? h * pb.lse_head_stride + begin + i
+                                                           : b * pb.lse_batch_stride + h * pb.lse_head_stride + i);
+        g.push_back(got[idx]);
+        w.push_back(want[idx]);
+      }
+  }
+  const ft::ErrorStats e = ft::compare_lse(g, w);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool ok = std::isinf(w[i]) ? g[i] == w[i] : std::fabs(g[i] - w[i]) <= 1e-5 * std::max(1.0f, std::fabs(w[i]));
+    if (!ok)
+      return ::testing::AssertionFailure() << "lse[" << i << "]: flash " << g[i] << " want " << w[i] << " ("
+                                           << e.to_string() << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+Status run_forward(ft::Problem& pb, Impl impl, int threads = 0) {
+  FwdParams p = pb.fwd_params(impl);
+  p.num_threads = threads;
+  return flashlab::attention_forward(p);
+}
+Status run_backward(ft::Problem& pb, Impl impl, int threads = 0) {
+  BwdParams p = pb.bwd_params(impl);
+  p.num_threads = threads;
+  return flashlab::attention_backward(p);
+}
+
+// Forward and backward of one spec against the reference, as the file comment describes.
+void check_problem(const ft::ProblemSpec& spec) {
+  SCOPED_TRACE(spec.describe());
+  if (std::getenv("FLASHLAB_TEST_VERBOSE")) std::printf("%s\n", spec.describe().c_str());
+  const bool fp32 = spec.dtype == DType::kFloat32;
+  ft::Problem flash(spec);
+  ft::Problem base(spec);  // same seed: the same dtype-rounded inputs
+  ft::ProblemSpec spec32 = spec;
+  spec32.dtype = DType::kFloat32;
+  ft::Problem exact(spec32);
+  for (auto [from, to] : {std::pair{&flash.q, &exact.q}, {&flash.k, &exact.k}, {&flash.v, &exact.v},
+                          {&flash.dout, &exact.dout}})
+    copy_values(*from, *to);
+
+  // ---- forward
+  ASSERT_TRUE(run_forward(exact, Impl::kReference).ok());
+  if (!fp32) {
+    ASSERT_TRUE(run_forward(base, Impl::kReference).ok());
+  }
+  const ft::Problem& b = fp32 ? exact : base;
+  flash.poison_forward_outputs();
+  const Status st = run_forward(flash, Impl::kCpuFlash);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const TermScales term = term_scales(exact);
+  EXPECT_TRUE(within_tolerance("out", flash.out, b.out, exact.out, fp32, term.out));
+  EXPECT_TRUE(lse_within_tolerance(flash.lse, exact.lse, flash));
+
+  // ---- backward, all from the reference's dtype output and LSE (the reference ignores both)
+  copy_values(b.out, flash.out);
+  flash.lse = b.lse;
+  ASSERT_TRUE(run_backward(exact, Impl::kReference).ok());
+  if (!fp32) {
+    ASSERT_TRUE(run_backward(base, Impl::kReference).ok());
+  }
+  flash.poison_backward_outputs();
+  const Status sb = run_backward(flash, Impl::kCpuFlash);
+  ASSERT_TRUE(sb.ok()) << sb.to_string();
+  EXPECT_TRUE(within_tolerance("dq", flash.dq, b.dq, exact.dq, fp32, term.dq));
+  EXPECT_TRUE(within_tolerance("dk", flash.dk, b.dk, exact.dk, fp32, term.dk));
+  EXPECT_TRUE(within_tolerance("dv", flash.dv, b.dv, exact.dv, fp32, term.dv));
+}
+
+// =============================================================================================
+// The sweep
+// =============================================================================================
+
+// A named feature applied to a random base problem.
+struct Feature {
+  const char* name;
+  void (*apply)(ft::ProblemSpec&, std::mt19937_64&);
+};
+
+int64_t pick(std::mt19937_64& rng, std::initializer_list<int64_t> v) {
+  return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+}
+
+const Feature kFeatures[] = {
+    {"plain", [](ft::ProblemSpec&, std::mt19937_64&) {}},
+    {"causal_bottom_right", [](ft::ProblemSpec& s, std::mt19937_64&) { s.causal = true; }},
+    {"causal_top_left",
+     [](ft::ProblemSpec& s, std::mt19937_64&) { s.causal = true, s.causal_align = CausalAlign::kTopLeft; }},
+    {"masked_rows",  // seqlen_q > seqlen_k, bottom-right: the first rows see no key
+     [](ft::ProblemSpec& s, std::mt19937_64&) { s.causal = true, s.seqlen_q = 113, s.seqlen_k = 17; }},
+    {"window",
+     [](ft::ProblemSpec& s, std::mt19937_64& r) {
+       s.window_left = pick(r, {0, 3, 40}), s.window_right = pick(r, {0, 5, 70});
+       if (pick(r, {0, 1})) s.causal_align = CausalAlign::kTopLeft;
+     }},
+    {"window_left_only",
+     [](ft::ProblemSpec& s, std::mt19937_64& r) { s.window_left = pick(r, {0, 16, 100}), s.causal = pick(r, {0, 1}); }},
+    {"window_right_only", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.window_right = pick(r, {0, 9, 64}); }},
+    {"softcap", [](ft::ProblemSpec& s, std::mt19937_64&) { s.softcap = 5.0f, s.input_scale = 4.0f; }},
+    {"alibi", [](ft::ProblemSpec& s, std::mt19937_64&) { s.alibi = true; }},
+    {"softcap_alibi_causal",
+     [](ft::ProblemSpec& s, std::mt19937_64&) { s.softcap = 3.0f, s.alibi = s.causal = true, s.input_scale = 3.0f; }},
+    {"dropout", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.dropout_p = 0.17f, s.dropout_offset = pick(r, {0, 77}); }},
+    {"dropout_causal_alibi_window",
+     [](ft::ProblemSpec& s, std::mt19937_64&) { s.dropout_p = 0.3f, s.alibi = s.causal = true, s.window_left = 50; }},
+    {"peaky_scores", [](ft::ProblemSpec& s, std::mt19937_64&) { s.input_scale = 6.0f, s.softmax_scale = 0.5f; }},
+    {"varlen_with_empty",
+     [](ft::ProblemSpec& s, std::mt19937_64& r) {
+       s.lens_q = {17, 0, 1, 113, 40};
+       s.lens_k = {203, 5, 0, 113, 1};
+       if (pick(r, {0, 1})) std::swap(s.lens_q, s.lens_k);
+       s.causal = pick(r, {0, 1});
+     }},
+    {"varlen_features",
+     [](ft::ProblemSpec& s, std::mt19937_64&) {
+       s.lens_q = {0, 65, 130, 1};
+       s.lens_k = {3, 64, 129, 0};
+       s.causal = true, s.causal_align = CausalAlign::kTopLeft, s.dropout_p = 0.1f, s.alibi = true, s.softcap = 8.0f;
+     }},
+    {"row_pad", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.row_pad = pick(r, {1, 3, 16}); }},
+    {"gqa_8", [](ft::ProblemSpec& s, std::mt19937_64&) { s.heads_kv = 1, s.heads_q = 8; }},
+    {"odd_head_dim", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.head_dim = pick(r, {1, 7, 17, 40, 72, 100}); }},
+};
+
+// A random problem: seqlens from {1, 17, 113, 203} (drawn independently, so sq != sk both ways),
+// GQA ratio 1, 2 or 8, head dims of the usual buckets, batch 1..2, a fresh data seed.
+ft::ProblemSpec random_base(std::mt19937_64& rng, DType dt) {
+  ft::ProblemSpec s;
+  s.dtype = dt;
+  s.batch = pick(rng, {1, 2});
+  s.seqlen_q = pick(rng, {1, 17, 113, 203});
+  s.seqlen_k = pick(rng, {1, 17, 113, 203});
+  s.heads_kv = pick(rng, {1, 2});
+  s.heads_q = s.heads_kv * pick(rng, {1, 2, 8});
+  s.head_dim = pick(rng, {32, 64, 80, 96, 128, 256});
+  if (s.head_dim == 256 && s.heads_q == 16) s.heads_q = 8;  // keep the float64 reference quick
+  s.data_seed = rng();
+  s.dropout_seed = rng();
+  return s;
+}
+
+TEST(Sweep, EveryFeatureInEveryDtype) {
+  std::mt19937_64 rng(20240611);
+  for (const Feature& f : kFeatures) {
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      ft::ProblemSpec s = random_base(rng, dt);
+      f.apply(s, rng);
+      SCOPED_TRACE(f.name);
+      check_problem(s);
+    }
+  }
+}
+
+TEST(Sweep, LongSequencesAndHeadDimExtremes) {
+  std::vector<ft::ProblemSpec> specs;
+  ft::ProblemSpec s;
+  s.batch = 1, s.heads_q = 2, s.heads_kv = 1, s.head_dim = 64, s.data_seed = 11;
+  s.seqlen_q = 1023, s.seqlen_k = 1023, s.causal = true, s.dtype = DType::kBFloat16;
+  specs.push_back(s);
+  s.seqlen_q = 203, s.seqlen_k = 1023, s.causal = false, s.dropout_p = 0.1f, s.dtype = DType::kFloat32;
+  specs.push_back(s);
+  s = ft::ProblemSpec{};
+  s.batch = 1, s.heads_q = 2, s.heads_kv = 2, s.seqlen_q = 17, s.seqlen_k = 113, s.dtype = DType::kFloat16;
+  for (int64_t d : {1, 2, 3, 512}) {
+    s.head_dim = d, s.data_seed = 100 + d, s.causal = d % 2 == 1;
+    specs.push_back(s);
+  }
+  for (const ft::ProblemSpec& sp : specs) check_problem(sp);
+}
+
+// FLASHLAB_LONG_TESTS=1: hundreds of random feature combinations, and seqlen 1023 / 4224.
+TEST(Sweep, LongRandomCombinations) {
+  if (!long_tests()) GTEST_SKIP() << "set FLASHLAB_LONG_TESTS=1";
+  std::mt19937_64 rng(99);
+  const int n_features = static_cast<int>(sizeof(kFeatures) / sizeof(kFeatures[0]));
+  for (int n = 0; n < 300; ++n) {
+    ft::ProblemSpec s = random_base(rng, static_cast<DType>(pick(rng, {0, 1, 2})));
+    std::string names;
+    for (int k = 0; k < 3; ++k) {
+      const Feature& f = kFeatures[std::uniform_int_distribution<int>(0, n_features - 1)(rng)];
+      f.apply(s, rng);
+      names += std::string(f.name) + " ";
+    }
+    if (n % 50 == 0) s.seqlen_q = pick(rng, {1023, 4224}), s.heads_q = s.heads_kv;
+    SCOPED_TRACE(names);
+    check_problem(s);
+  }
+}
+
+// The check itself must be able to fail: a 1% error in one element is caught in every dtype.
+TEST(SweepSelfCheck, ToleranceCatchesASmallBug) {
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    ft::ProblemSpec s;
+    s.dtype = dt, s.seqlen_q = 113, s.seqlen_k = 203, s.heads_q = 2, s.heads_kv = 1, s.head_dim = 64;
+    ft::Problem flash(s), base(s);
+    s.dtype = DType::kFloat32;
+    ft::Problem exact(s);
+    for (auto [from, to] : {std::pair{&flash.q, &exact.q}, {&flash.k, &exact.k}, {&flash.v, &exact.v}})
+      copy_values(*from, *to);
+    ASSERT_TRUE(run_forward(exact, Impl::kReference).ok());
+    ASSERT_TRUE(run_forward(base, Impl::kReference).ok());
+    ASSERT_TRUE(run_forward(flash, Impl::kCpuFlash).ok());
+    const bool fp32 = dt == DType::kFloat32;
+    const double term = term_scales(exact).out;
+    ASSERT_TRUE(within_tolerance("out", flash.out, fp32 ? exact.out : base.out, exact.out, fp32, term));
+    const double scale = max_magnitude(exact.out);
+    flash.out.set(0, 57, 1, 13, flash.out.get(0, 57, 1, 13) + static_cast<float>(0.01 * scale));
+    EXPECT_FALSE(within_tolerance("out", flash.out, fp32 ? exact.out : base.out, exact.out, fp32, term))
+        << flashlab::to_string(dt);
+  }
+}
+
+// =============================================================================================
+// Bitwise properties
+// =============================================================================================
+
+bool same_bits(const ft::HostTensor& a, const ft::HostTensor& b) { return a.bytes == b.bytes; }
+
+ft::ProblemSpec property_spec() {
+  ft::ProblemSpec s;
+  s.dtype = DType::kBFloat16, s.batch = 2, s.seqlen_q = 203, s.seqlen_k = 150, s.heads_q = 4, s.heads_kv = 2;
+  s.head_dim = 72, s.causal = true, s.dropout_p = 0.2f, s.alibi = true, s.row_pad = 5;
+  return s;
+}
+
+TEST(Props, BackwardIsBitwiseReproducible) {
+  ft::Problem pb(property_spec());
+  ASSERT_TRUE(run_forward(pb, Impl::kCpuFlash).ok());
+  pb.poison_backward_outputs();  // padding too: same_bits compares whole buffers
+  ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash).ok());
+  const ft::HostTensor dq = pb.dq, dk = pb.dk, dv = pb.dv;
+  for (int run = 0; run < 3; ++run) {
+    pb.poison_backward_outputs();
+    ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash).ok());
+    EXPECT_TRUE(same_bits(pb.dq, dq) && same_bits(pb.dk, dk) && same_bits(pb.dv, dv)) << "run " << run;
+  }
+}
+
+TEST(Props, OneThreadEqualsTwoThreads) {
+  ft::ProblemSpec s = property_spec();
+  for (bool varlen : {false, true}) {
+    if (varlen) s.lens_q = {30, 0, 200, 64}, s.lens_k = {1, 70, 190, 64};
+    ft::Problem one(s), two(s);
+    ASSERT_TRUE(run_forward(one, Impl::kCpuFlash, 1).ok());
+    ASSERT_TRUE(run_forward(two, Impl::kCpuFlash, 2).ok());
+    EXPECT_TRUE(same_bits(one.out, two.out));
+    EXPECT_EQ(one.lse, two.lse);
+    ASSERT_TRUE(run_backward(one, Impl::kCpuFlash, 1).ok());
+    ASSERT_TRUE(run_backward(two, Impl::kCpuFlash, 2).ok());
+    EXPECT_TRUE(same_bits(one.dq, two.dq) && same_bits(one.dk, two.dk) && same_bits(one.dv, two.dv));
+  }
+}
+
+// A head-major (batch, heads, seqlen, dim) layout, with the same values, gives the same bits:
+// strides only move data, they never change the arithmetic.
+TEST(Props, HeadMajorStridesGiveTheSameBits) {
+  ft::ProblemSpec s = property_spec();
+  s.row_pad = 0;
+  ft::Problem pb(s);
+  ASSERT_TRUE(run_forward(pb, Impl::kCpuFlash).ok());
+  ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash).ok());
+
+  // Transposed copies: element (b, r, h, d) at b * (H*S*D) + h * (S*D) + r * D + d.
+  auto head_major = [&](const ft::HostTensor& t) {
+    ft::HostTensor c = t;
+    c.head_stride = t.rows * t.dim, c.row_stride = t.dim, c.batch_stride = t.heads * t.rows * t.dim;
+    copy_values(t, c);
+    return c;
+  };
+  ft::HostTensor q = head_major(pb.q), k = head_major(pb.k), v = head_major(pb.v), dout = head_major(pb.dout);
+  ft::HostTensor out = head_major(pb.out), dq = head_major(pb.dq), dk = head_major(pb.dk), dv = head_major(pb.dv);
+  out.fill_nan(), dq.fill_nan(), dk.fill_nan(), dv.fill_nan();
+  std::vector<float> lse(pb.lse.size(), std::nanf(""));
+
+  FwdParams f = pb.fwd_params(Impl::kCpuFlash);
+  f.q = q.ref(), f.k = k.ref(), f.v = v.ref(), f.out = out.mut(), f.lse = lse.data();
+  ASSERT_TRUE(flashlab::attention_forward(f).ok());
+  BwdParams bp = pb.bwd_params(Impl::kCpuFlash);
+  bp.q = q.ref(), bp.k = k.ref(), bp.v = v.ref(), bp.out = out.ref(), bp.dout = dout.ref(), bp.lse = lse.data();
+  bp.dq = dq.mut(), bp.dk = dk.mut(), bp.dv = dv.mut();
+  ASSERT_TRUE(flashlab::attention_backward(bp).ok());
+  EXPECT_TRUE(same_bits(out, head_major(pb.out)));
+  EXPECT_EQ(lse, pb.lse);
+  EXPECT_TRUE(same_bits(dq, head_major(pb.dq)) && same_bits(dk, head_major(pb.dk)) && same_bits(dv, head_major(pb.dv)));
+}
+
+// Extra memory is per-thread tiles (forward) plus one float per query row and head (backward's D):
+// nothing grows like seqlen_q x seqlen_k.
+TEST(Props, ScratchIsLinearInSeqlen) {
+  ft::ProblemSpec s;
+  s.dtype = DType::kFloat32, s.seqlen_q = s.seqlen_k = 2048, s.heads_q = s.heads_kv = 1, s.head_dim = 64;
+  ft::Problem pb(s);
+  flashlab::detail::scratch_reset_peak();
+  const int64_t before = flashlab::detail::scratch_peak_bytes();
+  ASSERT_TRUE(run_forward(pb, Impl::kCpuFlash, 2).ok());
+  const int64_t fwd = flashlab::detail::scratch_peak_bytes() - before;
+  EXPECT_GT(fwd, 0) << "scratch must be counted";
+  EXPECT_LT(fwd, 2 * 256 * 1024) << "forward: per-thread tiles only";
+  flashlab::detail::scratch_reset_peak();
+  ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash, 2).ok());
+  const int64_t bwd = flashlab::detail::scratch_peak_bytes() - before;
+  EXPECT_LT(bwd, 2 * 256 * 1024 + 2048 * 4 + 64) << "backward: tiles + D";
+}
+
+}  // namespace
