@@ -1,15 +1,13 @@
-// tests/test_reference.cpp — the float64 reference backend, the oracle of every other test.
-//
-// Nothing here compares the reference with another backend: it is checked against mathematics.
-//   Core*          ref::core_forward / core_backward on plain doubles: closed forms, hand-written
-//                  masks, an element-by-element textbook oracle, and central finite differences
-//                  of the float64 loss for every feature combination (dropout, softcap, GQA, ...).
-//   ReferenceApi*  detail::reference_forward / reference_backward on strided tensors of any dtype:
-//                  GQA == repeated kv heads, varlen == one call per sequence, strides and thread
-//                  counts change nothing, poisoned outputs are fully written, dropout is the
-//                  Philox mask at sequence positions and is reproducible, OOM writes nothing.
+// tests/test_reference.cpp — the float64 reference backend through its API wrappers,
+// detail::reference_forward / reference_backward (src/cpu/reference*.cpp), on strided tensors of
+// any dtype. The core math is tested in tests/test_reference_core.cpp; here: the wrappers equal the
+// core on the rounded inputs, GQA == repeated kv heads, varlen == one call per sequence (lengths 0
+// and 1 included), strides and thread counts change no bit, poisoned outputs are fully written,
+// dropout is the Philox mask at sequence positions and is reproducible, OOM writes nothing, S and
+// P show up in the counted scratch, and results are rounded to the dtype once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,429 +16,30 @@
 #include <vector>
 
 #include "api/backend.h"
+#include "common/problem.h"
 #include "cpu/reference_core.h"
 #include "cpu/reference_io.h"
 #include "cpu/scratch.h"
 #include "flashlab/flashlab.h"
 #include "flashlab/philox.h"
+#include "reference_dense.h"
 #include "testing/problem.h"
 
 namespace {
 
-using flashlab::AttentionConfig;
 using flashlab::BwdParams;
-using flashlab::CausalAlign;
 using flashlab::DType;
 using flashlab::FwdParams;
 using flashlab::Impl;
 using flashlab::Status;
 using flashlab::StatusCode;
+using reference_test::AttentionConfig;
+using reference_test::CausalAlign;
+using reference_test::kInf;
+using reference_test::textbook_visible;
+using reference_test::Vec;
 namespace ref = flashlab::detail::ref;
 namespace ft = flashlab::testing;
-using Vec = std::vector<double>;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// =============================================================================================
-// Dense float64 problems for the core: one sequence pair, hq query heads and hk kv heads.
-// =============================================================================================
-
-struct Dense {
-  int64_t hq, hk, sq, sk, d;
-  Vec q, k, v, dout;  // q, dout: (hq, sq, d); k, v: (hk, sk, d)
-};
-
-Dense random_dense(int64_t hq, int64_t hk, int64_t sq, int64_t sk, int64_t d, uint64_t seed) {
-  Dense x{hq, hk, sq, sk, d, {}, {}, {}, {}};
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> n01(0.0, 1.0);
-  auto fill = [&](Vec& t, int64_t count) {
-    t.resize(count);
-    for (double& e : t) e = n01(rng);
-  };
-  fill(x.q, hq * sq * d);
-  fill(x.k, hk * sk * d);
-  fill(x.v, hk * sk * d);
-  fill(x.dout, hq * sq * d);
-  return x;
-}
-
-AttentionConfig config(int64_t hq, int64_t hk, int64_t d, double scale) {
-  AttentionConfig c;
-  c.heads_q = hq;
-  c.heads_kv = hk;
-  c.head_dim = d;
-  c.softmax_scale = static_cast<float>(scale);
-  return c;
-}
-
-// Forward of every query head of sequence b, as the API wrapper composes the core (GQA).
-void dense_forward(const AttentionConfig& c, int64_t b, const Dense& x, Vec* out, Vec* lse,
-                   Vec* P_all = nullptr) {
-  const int64_t group = x.hq / x.hk;
-  out->assign(x.hq * x.sq * x.d, 0.0);
-  lse->assign(x.hq * x.sq, 0.0);
-  if (P_all) P_all->assign(x.hq * x.sq * x.sk, 0.0);
-  Vec S(x.sq * x.sk), P(x.sq * x.sk);
-  for (int64_t h = 0; h < x.hq; ++h) {
-    const ref::CoreProblem pb = ref::core_problem(c, b, h, x.sq, x.sk);
-    const int64_t g = h / group;
-    ref::core_forward(pb, &x.q[h * x.sq * x.d], &x.k[g * x.sk * x.d], &x.v[g * x.sk * x.d],
-                      S.data(), P.data(), &(*out)[h * x.sq * x.d], &(*lse)[h * x.sq]);
-    if (P_all) std::copy(P.begin(), P.end(), P_all->begin() + h * x.sq * x.sk);
-  }
-}
-
-// L = Σ dout ∘ out: the loss whose exact gradients core_backward returns.
-double dense_loss(const AttentionConfig& c, int64_t b, const Dense& x) {
-  Vec out, lse;
-  dense_forward(c, b, x, &out, &lse);
-  double L = 0.0;
-  for (size_t e = 0; e < out.size(); ++e) L += x.dout[e] * out[e];
-  return L;
-}
-
-void dense_grads(const AttentionConfig& c, int64_t b, const Dense& x, Vec* dq, Vec* dk, Vec* dv) {
-  const int64_t group = x.hq / x.hk;
-  dq->assign(x.q.size(), 0.0);
-  dk->assign(x.k.size(), 0.0);
-  dv->assign(x.v.size(), 0.0);
-  Vec S(x.sq * x.sk), P(x.sq * x.sk), out(x.sq * x.d);
-  for (int64_t h = 0; h < x.hq; ++h) {
-    const ref::CoreProblem pb = ref::core_problem(c, b, h, x.sq, x.sk);
-    const int64_t g = h / group;
-    const double* k = &x.k[g * x.sk * x.d];
-    const double* v = &x.v[g * x.sk * x.d];
-    ref::core_forward(pb, &x.q[h * x.sq * x.d], k, v, S.data(), P.data(), out.data(), nullptr);
-    ref::core_backward(pb, &x.q[h * x.sq * x.d], k, v, out.data(), &x.dout[h * x.sq * x.d], P.data(),
-                       S.data(), &(*dq)[h * x.sq * x.d], &(*dk)[g * x.sk * x.d], &(*dv)[g * x.sk * x.d]);
-  }
-}
-
-// The textbook definitions, element by element, written without mask.h's interval arithmetic.
-bool textbook_visible(const AttentionConfig& c, int64_t sq, int64_t sk, int64_t i, int64_t j) {
-  const int64_t diag = i + (c.causal_align == CausalAlign::kBottomRight ? sk - sq : 0);
-  if (c.causal && j > diag) return false;
-  if (!c.causal && c.window_right >= 0 && j > diag + c.window_right) return false;
-  if (c.window_left >= 0 && j < diag - c.window_left) return false;
-  return true;
-}
-
-void textbook_forward(const AttentionConfig& c, int64_t b, const Dense& x, Vec* out, Vec* lse) {
-  const int64_t group = x.hq / x.hk, shift = c.causal_align == CausalAlign::kBottomRight ? x.sk - x.sq : 0;
-  out->assign(x.hq * x.sq * x.d, 0.0);
-  lse->assign(x.hq * x.sq, -kInf);
-  for (int64_t h = 0; h < x.hq; ++h) {
-    const double slope = c.alibi_slopes ? c.alibi_slopes[b * c.alibi_batch_stride + h] : 0.0;
-    for (int64_t i = 0; i < x.sq; ++i) {
-      Vec e(x.sk, 0.0);
-      double l = 0.0;
-      for (int64_t j = 0; j < x.sk; ++j) {
-        if (!textbook_visible(c, x.sq, x.sk, i, j)) continue;
-        double s = 0.0;
-        for (int64_t d = 0; d < x.d; ++d) s += x.q[(h * x.sq + i) * x.d + d] * x.k[((h / group) * x.sk + j) * x.d + d];
-        s *= c.softmax_scale;
-        if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
-        s -= slope * std::abs(static_cast<double>(i + shift - j));
-        e[j] = std::exp(s);  // scores are O(1) here: no max subtraction needed
-        l += e[j];
-      }
-      if (l == 0.0) continue;
-      (*lse)[h * x.sq + i] = std::log(l);
-      for (int64_t j = 0; j < x.sk; ++j)
-        for (int64_t d = 0; d < x.d; ++d)
-          (*out)[(h * x.sq + i) * x.d + d] += e[j] / l * x.v[((h / group) * x.sk + j) * x.d + d];
-    }
-  }
-}
-
-// Rows of '1' (P > 0) and '0' (P == 0) for head 0: the visible pattern, easy to write by hand.
-std::vector<std::string> pattern(const Vec& P, int64_t sq, int64_t sk) {
-  std::vector<std::string> rows;
-  for (int64_t i = 0; i < sq; ++i) {
-    std::string r;
-    for (int64_t j = 0; j < sk; ++j) r += P[i * sk + j] > 0.0 ? '1' : '0';
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-double rel_l2(const Vec& got, const Vec& want) {
-  double num = 0, den = 0;
-  for (size_t e = 0; e < want.size(); ++e) {
-    num += (got[e] - want[e]) * (got[e] - want[e]);
-    den += want[e] * want[e];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
-}
-
-// =============================================================================================
-// Core: closed forms and hand-written masks
-// =============================================================================================
-
-TEST(CoreClosedForm, SingleKeyReturnsItsValueExactly) {
-  AttentionConfig c = config(1, 1, 5, 0.7);
-  c.softcap = 2.0f;
-  const float slope[1] = {0.5f};
-  c.alibi_slopes = slope;
-  const Dense x = random_dense(1, 1, 4, 1, 5, 1);
-  Vec out, lse;
-  dense_forward(c, 0, x, &out, &lse);
-  for (int64_t i = 0; i < 4; ++i) {
-    for (int64_t d = 0; d < 5; ++d) EXPECT_EQ(out[i * 5 + d], x.v[d]) << "P = 1 exactly, so out = v";
-    double raw = 0;
-    for (int64_t d = 0; d < 5; ++d) raw += x.q[i * 5 + d] * x.k[d];
-    const double scale = 0.7f;  // the scale is a float in the params: compare with that value
-    const double s = 2.0 * std::tanh(scale * raw / 2.0) - 0.5 * std::abs(i + (1 - 4) - 0.0);
-    EXPECT_NEAR(lse[i], s, 1e-14);
-  }
-}
-
-TEST(CoreClosedForm, IdenticalKeysAverageTheValues) {
-  const int64_t sq = 3, sk = 7, d = 4;
-  Dense x = random_dense(1, 1, sq, sk, d, 2);
-  for (int64_t j = 1; j < sk; ++j)
-    for (int64_t e = 0; e < d; ++e) x.k[j * d + e] = x.k[e];  // every key = key 0
-  const AttentionConfig c = config(1, 1, d, 0.5);
-  Vec out, lse;
-  dense_forward(c, 0, x, &out, &lse);
-  for (int64_t i = 0; i < sq; ++i) {
-    double s = 0;
-    for (int64_t e = 0; e < d; ++e) s += 0.5 * x.q[i * d + e] * x.k[e];
-    EXPECT_NEAR(lse[i], std::log(7.0) + s, 1e-14);
-    for (int64_t e = 0; e < d; ++e) {
-      double mean = 0;
-      for (int64_t j = 0; j < sk; ++j) mean += x.v[j * d + e] / sk;
-      EXPECT_NEAR(out[i * d + e], mean, 1e-14);
-    }
-  }
-}
-
-// q = [[1,0],[0,1]], k = [[1,0],[0,1],[1,1]], v = [[1,2],[3,4],[5,6]], scale 1:
-//   scores row 0 = [1,0,1] -> P = [e,1,e]/(2e+1), out = (6e+3, 8e+4)/(2e+1)
-//   scores row 1 = [0,1,1] -> P = [1,e,e]/(2e+1), out = (8e+1, 10e+2)/(2e+1);  LSE = log(2e+1)
-TEST(CoreClosedForm, HandComputedTwoByThree) {
-  Dense x{1, 1, 2, 3, 2, {1, 0, 0, 1}, {1, 0, 0, 1, 1, 1}, {1, 2, 3, 4, 5, 6}, {0, 0, 0, 0}};
-  Vec out, lse;
-  dense_forward(config(1, 1, 2, 1.0), 0, x, &out, &lse);
-  const double e = std::exp(1.0), z = 2 * e + 1;
-  const double want[4] = {(6 * e + 3) / z, (8 * e + 4) / z, (8 * e + 1) / z, (10 * e + 2) / z};
-  for (int t = 0; t < 4; ++t) EXPECT_NEAR(out[t], want[t], 1e-15 * std::fabs(want[t]));
-  EXPECT_NEAR(lse[0], std::log(z), 1e-15);
-  EXPECT_NEAR(lse[1], std::log(z), 1e-15);
-}
-
-// The visible pattern (P > 0) and the fully masked rows (out 0, LSE -inf) of a config.
-struct MaskCase {
-  bool causal;
-  CausalAlign align;
-  int64_t left, right, sq, sk;
-  std::vector<std::string> want;
-};
-
-TEST(CoreMask, CausalAlignmentsAndWindowsMatchHandWrittenPatterns) {
-  const CausalAlign BR = CausalAlign::kBottomRight, TL = CausalAlign::kTopLeft;
-  const MaskCase cases[] = {
-      {true, BR, -1, -1, 2, 4, {"1110", "1111"}},  // diagonal ends in the bottom-right corner
-      {true, TL, -1, -1, 2, 4, {"1000", "1100"}},  // diagonal starts in the top-left corner
-      {true, BR, -1, -1, 4, 2, {"00", "00", "10", "11"}},  // rows above the diagonal see nothing
-      {true, TL, -1, -1, 4, 2, {"10", "11", "11", "11"}},
-      {false, BR, 2, 1, 6, 6, {"110000", "111000", "111100", "011110", "001111", "000111"}},
-      {true, BR, 2, 5, 6, 6, {"100000", "110000", "111000", "011100", "001110", "000111"}},  // right ignored
-      {true, BR, 1, -1, 3, 6, {"001100", "000110", "000011"}},
-      {true, TL, 1, -1, 3, 6, {"100000", "110000", "011000"}},
-      {false, TL, 0, -1, 4, 2, {"11", "01", "00", "00"}},  // left window past the last key
-      {false, BR, -1, -1, 3, 2, {"11", "11", "11"}},       // no mask at all
-  };
-  for (const MaskCase& mc : cases) {
-    AttentionConfig c = config(1, 1, 3, 0.8);
-    c.causal = mc.causal;
-    c.causal_align = mc.align;
-    c.window_left = mc.left;
-    c.window_right = mc.right;
-    const Dense x = random_dense(1, 1, mc.sq, mc.sk, 3, 3);
-    Vec out, lse, P;
-    dense_forward(c, 0, x, &out, &lse, &P);
-    EXPECT_EQ(pattern(P, mc.sq, mc.sk), mc.want) << "causal " << mc.causal << " align " << int(mc.align)
-                                                 << " window (" << mc.left << "," << mc.right << ")";
-    for (int64_t i = 0; i < mc.sq; ++i) {
-      const bool empty = mc.want[i].find('1') == std::string::npos;
-      EXPECT_EQ(std::isinf(lse[i]) && lse[i] < 0, empty) << "row " << i;
-      for (int64_t d = 0; d < 3; ++d) {
-        EXPECT_FALSE(std::isnan(out[i * 3 + d]));
-        if (empty) {
-          EXPECT_EQ(out[i * 3 + d], 0.0);
-        }
-      }
-    }
-  }
-}
-
-TEST(CoreScores, SoftcapThenAlibiThenMask) {
-  AttentionConfig c = config(2, 1, 4, 0.9);
-  c.softcap = 1.5f;
-  const float slopes[2] = {0.25f, 0.75f};
-  c.alibi_slopes = slopes;
-  c.causal = true;  // bottom-right, sq 3 < sk 5: shift 2
-  const Dense x = random_dense(2, 1, 3, 5, 4, 4);
-  Vec S(15), P(15), out(12), lse(3);
-  const ref::CoreProblem pb = ref::core_problem(c, 0, 1, 3, 5);  // head 1: slope 0.75
-  ref::core_forward(pb, &x.q[12], x.k.data(), x.v.data(), S.data(), P.data(), out.data(), lse.data());
-  for (int64_t i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < 5; ++j) {
-      if (j > i + 2) {
-        EXPECT_EQ(S[i * 5 + j], -kInf);
-        EXPECT_EQ(P[i * 5 + j], 0.0);
-        continue;
-      }
-      double raw = 0;
-      for (int64_t d = 0; d < 4; ++d) raw += x.q[12 + i * 4 + d] * x.k[j * 4 + d];
-      const double scale = 0.9f;
-      const double want = 1.5 * std::tanh(scale * raw / 1.5) - 0.75 * std::abs(double(i + 2 - j));
-      EXPECT_NEAR(S[i * 5 + j], want, 1e-14);
-      EXPECT_NEAR(P[i * 5 + j], std::exp(want - lse[i]), 1e-14);
-    }
-}
-
-// The core against the element-by-element textbook oracle over every forward feature.
-TEST(CoreForward, MatchesTextbookOverFeatureCombinations) {
-  int n = 0;
-  for (int causal = 0; causal < 3; ++causal)
-    for (int win = 0; win < 3; ++win)
-      for (float cap : {0.0f, 1.5f})
-        for (bool alibi : {false, true})
-          for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 9}, {9, 5}, {1, 1}}) {
-            AttentionConfig c = config(4, 2, 6, 0.6);
-            c.causal = causal > 0;
-            c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
-            c.window_left = win == 1 ? 2 : win == 2 ? 0 : -1;
-            c.window_right = win == 1 ? 1 : -1;
-            c.softcap = cap;
-            const float slopes[8] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f};
-            if (alibi) {
-              c.alibi_slopes = slopes;
-              c.alibi_batch_stride = 4;  // read from batch entry 1 below: slopes 0.5..0.8
-            }
-            const Dense x = random_dense(4, 2, sq, sk, 6, 100 + n++);
-            Vec out, lse, want_out, want_lse;
-            dense_forward(c, 1, x, &out, &lse);
-            textbook_forward(c, 1, x, &want_out, &want_lse);
-            for (size_t e = 0; e < out.size(); ++e) ASSERT_NEAR(out[e], want_out[e], 1e-13) << n;
-            for (size_t e = 0; e < lse.size(); ++e) {
-              if (std::isinf(want_lse[e])) ASSERT_EQ(lse[e], want_lse[e]) << n;
-              else ASSERT_NEAR(lse[e], want_lse[e], 1e-13) << n;
-            }
-          }
-}
-
-// =============================================================================================
-// Core: backward against central finite differences of the float64 loss
-// =============================================================================================
-
-// For every combination of mask, softcap, ALiBi, dropout (its mask is fixed: a function of
-// positions only) and sq <> sk, with GQA (4 query heads on 2 kv heads, so dK/dV sum a group),
-// the analytic gradients match central differences with relative L2 error below 1e-6.
-TEST(CoreBackward, MatchesFiniteDifferencesForEveryFeature) {
-  const double h = 1e-5;  // truncation ~h^2, cancellation ~1e-16/h: both far below 1e-6
-  int n = 0;
-  double worst = 0;
-  for (int causal = 0; causal < 3; ++causal)
-    for (int win = 0; win < 3; ++win)
-      for (float cap : {0.0f, 1.5f})
-        for (bool alibi : {false, true})
-          for (float p : {0.0f, 0.4f})
-            for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 7}, {7, 5}}) {
-              AttentionConfig c = config(4, 2, 4, 0.7);
-              c.causal = causal > 0;
-              c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
-              c.window_left = win == 1 ? 2 : win == 2 ? 1 : -1;
-              c.window_right = win == 1 ? 1 : -1;
-              c.softcap = cap;
-              const float slopes[4] = {0.3f, 0.15f, 0.6f, 0.05f};
-              if (alibi) c.alibi_slopes = slopes;
-              c.dropout_p = p;
-              c.dropout_seed = 1234 + n;
-              const int64_t b = 1;  // a non-zero batch index for the dropout key
-              Dense x = random_dense(4, 2, sq, sk, 4, 500 + n++);
-              Vec dq, dk, dv;
-              dense_grads(c, b, x, &dq, &dk, &dv);
-              Vec* params[3] = {&x.q, &x.k, &x.v};
-              const Vec* grads[3] = {&dq, &dk, &dv};
-              for (int t = 0; t < 3; ++t) {
-                Vec fd(params[t]->size());
-                for (size_t e = 0; e < fd.size(); ++e) {
-                  const double x0 = (*params[t])[e];
-                  (*params[t])[e] = x0 + h;
-                  const double lp = dense_loss(c, b, x);
-                  (*params[t])[e] = x0 - h;
-                  const double lm = dense_loss(c, b, x);
-                  (*params[t])[e] = x0;
-                  fd[e] = (lp - lm) / (2 * h);
-                }
-                const double err = rel_l2(*grads[t], fd);
-                worst = std::max(worst, err);
-                EXPECT_LT(err, 1e-6) << "case " << n << " tensor " << "qkv"[t] << " causal " << causal
-                                     << " win " << win << " cap " << cap << " alibi " << alibi << " p " << p
-                                     << " sq " << sq << " sk " << sk;
-              }
-            }
-  std::printf("  [finite differences] %d cases, worst relative L2 error %.2e\n", n, worst);
-}
-
-TEST(CoreBackward, MaskedRowsAndUnseenKeysGetZeroGradients) {
-  AttentionConfig c = config(1, 1, 3, 0.8);
-  c.causal = true;
-  c.causal_align = CausalAlign::kTopLeft;
-  c.window_left = 0;  // row i sees key i only: keys 4 and 5 are never seen
-  const Dense x = random_dense(1, 1, 4, 6, 3, 7);
-  Vec dq, dk, dv;
-  dense_grads(c, 0, x, &dq, &dk, &dv);
-  for (int64_t d = 0; d < 3; ++d) {
-    for (int64_t j = 4; j < 6; ++j) {
-      EXPECT_EQ(dk[j * 3 + d], 0.0);
-      EXPECT_EQ(dv[j * 3 + d], 0.0);
-    }
-    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(dq[i * 3 + d], 0.0) << "one key per row: P = 1, dS = 0";
-    EXPECT_NE(dv[0 * 3 + d], 0.0);
-  }
-}
-
-// =============================================================================================
-// Core: dropout
-// =============================================================================================
-
-// E[out with dropout] = out without dropout (the 1/(1-p) scaling), checked per element within 5
-// standard errors over 400 seeds; Var(out_id) = p/(1-p) Σ_j P_ij² v_jd² for independent keeps.
-TEST(CoreDropout, ExpectationIsTheUndroppedOutput) {
-  const int64_t sq = 3, sk = 16, d = 4, seeds = 400;
-  const double p = 0.3;
-  AttentionConfig c = config(1, 1, d, 0.5);
-  const Dense x = random_dense(1, 1, sq, sk, d, 8);
-  Vec S(sq * sk), P(sq * sk), exact(sq * d), out(sq * d), mean(sq * d, 0.0);
-  ref::core_forward(ref::core_problem(c, 0, 0, sq, sk), x.q.data(), x.k.data(), x.v.data(), S.data(),
-                    P.data(), exact.data(), nullptr);
-  c.dropout_p = static_cast<float>(p);
-  for (int64_t s = 0; s < seeds; ++s) {
-    c.dropout_seed = 0xabc000 + s;
-    ref::core_forward(ref::core_problem(c, 0, 0, sq, sk), x.q.data(), x.k.data(), x.v.data(), S.data(),
-                      P.data(), out.data(), nullptr);
-    for (int64_t e = 0; e < sq * d; ++e) mean[e] += out[e] / seeds;
-  }
-  const double pf = static_cast<double>(static_cast<float>(p));
-  for (int64_t i = 0; i < sq; ++i)
-    for (int64_t e = 0; e < d; ++e) {
-      double var = 0;
-      for (int64_t j = 0; j < sk; ++j) var += P[i * sk + j] * P[i * sk + j] * x.v[j * d + e] * x.v[j * d + e];
-      const double se = std::sqrt(pf / (1 - pf) * var / seeds);
-      EXPECT_LT(std::fabs(mean[i * d + e] - exact[i * d + e]), 5 * se) << "row " << i << " dim " << e;
-    }
-}
-
-// =============================================================================================
-// API wrappers: detail::reference_forward / reference_backward on strided tensors
-// =============================================================================================
-
-using Adjust = void (*)(AttentionConfig&);
 
 // The dispatcher resolves the default scale before calling a backend; so do these helpers.
 template <typename P>
@@ -533,7 +132,7 @@ TEST(ReferenceApi, PublicEntryPointGivesTheSameBits) {
 // The wrapper = gather into doubles + core + one rounding: recompute that here, independently,
 // from HostTensor::get, for a bf16 GQA problem with padded rows, masks, ALiBi and dropout.
 TEST(ReferenceApi, EqualsTheCoreOnTheRoundedInputs) {
-  ft::ProblemSpec s = spec(2, 13, 29, 6, 2, 16, DType::kBFloat16);
+  ft::ProblemSpec s = spec(2, 113, 203, 6, 2, 72, DType::kBFloat16);  // awkward sizes
   s.causal = true;
   s.causal_align = CausalAlign::kTopLeft;
   s.alibi = true;
