@@ -339,7 +339,10 @@ TEST(ReferenceApi, PoisonedOutputsAreFullyWritten) {
   s2.causal = true;
   s2.causal_align = CausalAlign::kTopLeft;  // keys 3..7 are never visible
   s2.dropout_p = 0.5f;
-  for (const ft::ProblemSpec& sp : {s, s2}) {
+  ft::ProblemSpec s3 = spec(0, 0, 0, 2, 2, 4, DType::kFloat32);
+  s3.lens_q = {0, 0};  // no query at all: only dk = dv = 0 is written
+  s3.lens_k = {0, 3};
+  for (const ft::ProblemSpec& sp : {s, s2, s3}) {
     ft::Problem pb(sp);
     run_both(pb);
     EXPECT_EQ(nonfinite(pb.out), 0) << sp.describe();
