@@ -116,15 +116,13 @@ class CudaRunner : public ImplRunner {
     bwd_.dk = dmut(pb->dk, dk_);
     bwd_.dv = dmut(pb->dv, dv_);
 
-    int64_t fwd_ws = 0, bwd_ws = 0;
+    // The backward's workspace is asked for on first use: an implementation may support the
+    // forward of a configuration but not its backward.
+    int64_t fwd_ws = 0;
     FLASHLAB_RETURN_IF_ERROR(forward_workspace_size(fwd_, &fwd_ws));
-    FLASHLAB_RETURN_IF_ERROR(backward_workspace_size(bwd_, &bwd_ws));
     FLASHLAB_RETURN_IF_ERROR(fwd_ws_.allocate(static_cast<size_t>(fwd_ws), "forward workspace"));
-    FLASHLAB_RETURN_IF_ERROR(bwd_ws_.allocate(static_cast<size_t>(bwd_ws), "backward workspace"));
     fwd_.workspace = fwd_ws_.ptr;
     fwd_.workspace_bytes = fwd_ws;
-    bwd_.workspace = bwd_ws_.ptr;
-    bwd_.workspace_bytes = bwd_ws;
     CLI_CUDA(cudaDeviceSynchronize(), "set-up");
     return Status::Ok();
   }
@@ -139,7 +137,7 @@ class CudaRunner : public ImplRunner {
   }
 
   Status backward_once(double* ms, int64_t* peak_bytes) override {
-    FLASHLAB_RETURN_IF_ERROR(upload_forward_outputs());
+    FLASHLAB_RETURN_IF_ERROR(prepare_backward());
     FLASHLAB_RETURN_IF_ERROR(dq_.poison());
     FLASHLAB_RETURN_IF_ERROR(dk_.poison());
     FLASHLAB_RETURN_IF_ERROR(dv_.poison());
@@ -156,7 +154,7 @@ class CudaRunner : public ImplRunner {
   }
   Status time_backward(const TimingPlan& plan, const IterationCallback& cb,
                        std::vector<double>* ms) override {
-    FLASHLAB_RETURN_IF_ERROR(upload_forward_outputs());
+    FLASHLAB_RETURN_IF_ERROR(prepare_backward());
     return timed([&] { return attention_backward(bwd_); }, plan, cb, ms);
   }
 
@@ -176,7 +174,15 @@ class CudaRunner : public ImplRunner {
   }
 
   // The backward reads out and lse: the host Problem holds the reference's forward outputs.
-  Status upload_forward_outputs() {
+  Status prepare_backward() {
+    if (!bwd_ws_ready_) {
+      int64_t bytes = 0;
+      FLASHLAB_RETURN_IF_ERROR(backward_workspace_size(bwd_, &bytes));
+      FLASHLAB_RETURN_IF_ERROR(bwd_ws_.allocate(static_cast<size_t>(bytes), "backward workspace"));
+      bwd_.workspace = bwd_ws_.ptr;
+      bwd_.workspace_bytes = bytes;
+      bwd_ws_ready_ = true;
+    }
     FLASHLAB_RETURN_IF_ERROR(out_.upload(pb_->out.data(), "out"));
     return lse_.upload(pb_->lse.data(), "lse");
   }
@@ -228,6 +234,7 @@ class CudaRunner : public ImplRunner {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceBuffer q_, k_, v_, dout_, out_, dq_, dk_, dv_, lse_, alibi_, cu_q_, cu_k_;
   DeviceBuffer fwd_ws_, bwd_ws_, flush_;
+  bool bwd_ws_ready_ = false;
   FwdParams fwd_;
   BwdParams bwd_;
 };
