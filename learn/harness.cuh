@@ -13,7 +13,8 @@
 //                     judge(): err <= 2 * same-precision-baseline err + floor, NaN never passes
 //   6. shapes         validation_specs() (awkward shapes), timing_specs() (the standard shape)
 //   7. timing         time_ms(): warm-up, L2 flush before every rep, CUDA events, median
-//   8. peak, memory   measure_bf16_peak_tflops() (cublasGemmEx 8192^3), PoolPeak (extra memory)
+//   8. peak, memory   measure_bf16_peak_tflops() (cublasGemmEx 8192^3), PoolPeak (extra memory),
+//                     keep_pool_memory()
 //   9. printing       Args (--flag value), fmt_bytes, tflops
 //
 // Stability: the backward program includes this header too. Add functions; do not change the
@@ -708,6 +709,18 @@ class PoolPeak {
  private:
   cudaMemPool_t pool_ = nullptr;
 };
+
+// Keeps memory freed with cudaFreeAsync in the default pool instead of returning it to the driver
+// at every synchronization (the pool's default). Versions that take scratch per call (v0's S and
+// P) then pay for a pool hit, not for a fresh device allocation, as they would under a caching
+// allocator such as PyTorch's.
+inline bool keep_pool_memory() {
+  int dev = 0;
+  cudaMemPool_t pool;
+  uint64_t keep = ~uint64_t(0);
+  return LEARN_CHECK(cudaGetDevice(&dev)) && LEARN_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev)) &&
+         LEARN_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
 
 // =============================================================================================
 // 9. Printing and arguments
