@@ -195,8 +195,13 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
 
 Status parse_bench_args(int argc, char** argv, int first, BenchOptions* out) {
   BenchOptions o;
-  // `flashlab bench` alone is the demo run: the default shape, forward and backward.
-  if (first >= argc) o.backward = true;
+  // `flashlab bench` alone (output options aside) is the demo run: the default shape, forward
+  // and backward. Any other option means "exactly what I asked for": forward unless --backward.
+  o.backward = true;
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a != "--json" && a != "--quiet") o.backward = false;
+  }
   const std::vector<OptionSpec> specs = bench_options(&o);
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i], value;
@@ -237,7 +242,8 @@ const char* bench_usage() {
 
 Checks each implementation against the float64 reference, then times it, and prints one table
 (ms, TFLOP/s, peak extra memory, errors) with an OpenBLAS sgemm of the same FLOPs as a CPU peer.
-`flashlab bench` alone runs: --batch 2 --heads 8 --seqlen 1024 --head-dim 64 --dtype bf16 --backward
+`flashlab bench` alone (or with only --json / --quiet) runs the default shape, forward and
+backward: --batch 2 --heads 8 --seqlen 1024 --head-dim 64 --dtype bf16 --backward
 
 shape:
   --batch N            batch size (default 2; ignored with --varlen)
@@ -260,7 +266,7 @@ mask and scores:
   --seed N             seed of the random inputs and of the dropout mask (default 42)
 what to run:
   --impl A,B,...       implementations (default: all available here; see `flashlab info`)
-  --backward           also check and time the backward pass
+  --backward           also check and time the backward pass (implied when no option is given)
   --warmup N           untimed runs before timing (default 1)
   --iters N            timed runs, median reported (default 10, fewer for slow impls: see docs)
   --threads N          CPU threads for the CPU impls and the sgemm peer (default: all)

@@ -39,7 +39,7 @@ struct BenchOptions {
   // --- what to run
   std::vector<Impl> impls;  // empty: every implementation available on this machine
   bool impls_explicit = false;
-  bool backward = false;    // --backward; `flashlab bench` with no arguments turns it on
+  bool backward = false;    // --backward; on when no option but --json / --quiet is given
   int warmup = 1;
   int iters = 10;
   bool iters_explicit = false;  // without --iters, slow impls stop after a time budget

@@ -8,6 +8,7 @@
 // (cudaMemGetInfo) across the first call; an allocation freed inside the call is not seen.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,15 @@ class CudaRunner : public ImplRunner {
       FLASHLAB_RETURN_IF_ERROR(m.dev->allocate(m.host->bytes.size(), m.name));
       if (m.input) FLASHLAB_RETURN_IF_ERROR(m.dev->upload(m.host->data(), m.name));
     }
-    FLASHLAB_RETURN_IF_ERROR(lse_.allocate(pb->lse.size() * sizeof(float), "lse"));
+    // LSE rows: varlen LSE is (heads_q, total_q); on the device the rows of one head are padded
+    // to batch * seqlen_q, the bound the validator checks device strides against (it cannot read
+    // the totals from device cu_seqlens without a sync).
+    const testing::ProblemSpec& s = pb->spec;
+    lse_rows_ = pb->varlen() ? s.heads_q : s.batch * s.heads_q;
+    lse_width_ = pb->varlen() ? pb->lse_head_stride : s.seqlen_q;
+    lse_pitch_ = pb->varlen() ? std::max(lse_width_, s.batch * s.seqlen_q) : lse_width_;
+    FLASHLAB_RETURN_IF_ERROR(lse_.allocate(
+        std::max<int64_t>(lse_rows_ * lse_pitch_, 1) * sizeof(float), "lse"));
     FLASHLAB_RETURN_IF_ERROR(upload_vector(pb->alibi_slopes, &alibi_, "alibi_slopes"));
     FLASHLAB_RETURN_IF_ERROR(upload_vector(pb->cu_seqlens_q, &cu_q_, "cu_seqlens_q"));
     FLASHLAB_RETURN_IF_ERROR(upload_vector(pb->cu_seqlens_k, &cu_k_, "cu_seqlens_k"));
@@ -106,12 +115,16 @@ class CudaRunner : public ImplRunner {
     fwd_.v = dref(pb->v, v_);
     fwd_.out = dmut(pb->out, out_);
     fwd_.lse = static_cast<float*>(lse_.ptr);
+    fwd_.lse_head_stride = lse_pitch_;
+    fwd_.lse_batch_stride = pb->varlen() ? 0 : s.heads_q * lse_pitch_;
     bwd_.q = fwd_.q;
     bwd_.k = fwd_.k;
     bwd_.v = fwd_.v;
     bwd_.out = dref(pb->out, out_);
     bwd_.dout = dref(pb->dout, dout_);
     bwd_.lse = static_cast<const float*>(lse_.ptr);
+    bwd_.lse_head_stride = fwd_.lse_head_stride;
+    bwd_.lse_batch_stride = fwd_.lse_batch_stride;
     bwd_.dq = dmut(pb->dq, dq_);
     bwd_.dk = dmut(pb->dk, dk_);
     bwd_.dv = dmut(pb->dv, dv_);
@@ -133,7 +146,7 @@ class CudaRunner : public ImplRunner {
     FLASHLAB_RETURN_IF_ERROR(
         measured([&] { return attention_forward(fwd_); }, fwd_ws_.bytes, ms, peak_bytes));
     FLASHLAB_RETURN_IF_ERROR(out_.download(pb_->out.data(), "out"));
-    return lse_.download(pb_->lse.data(), "lse");
+    return copy_lse(cudaMemcpyDeviceToHost);
   }
 
   Status backward_once(double* ms, int64_t* peak_bytes) override {
@@ -184,7 +197,19 @@ class CudaRunner : public ImplRunner {
       bwd_ws_ready_ = true;
     }
     FLASHLAB_RETURN_IF_ERROR(out_.upload(pb_->out.data(), "out"));
-    return lse_.upload(pb_->lse.data(), "lse");
+    return copy_lse(cudaMemcpyHostToDevice);
+  }
+
+  // Host LSE rows are lse_width_ apart, device rows lse_pitch_ apart.
+  Status copy_lse(cudaMemcpyKind kind) {
+    if (lse_rows_ == 0 || lse_width_ == 0) return Status::Ok();
+    const size_t host_pitch = lse_width_ * sizeof(float), dev_pitch = lse_pitch_ * sizeof(float);
+    float* host = pb_->lse.data();
+    const cudaError_t e =
+        kind == cudaMemcpyDeviceToHost
+            ? cudaMemcpy2D(host, host_pitch, lse_.ptr, dev_pitch, host_pitch, lse_rows_, kind)
+            : cudaMemcpy2D(lse_.ptr, dev_pitch, host, host_pitch, host_pitch, lse_rows_, kind);
+    return cuda_status(e, "copy lse");
   }
 
   // One call: event time, and the workspace plus any growth of used device memory.
@@ -235,6 +260,7 @@ class CudaRunner : public ImplRunner {
   DeviceBuffer q_, k_, v_, dout_, out_, dq_, dk_, dv_, lse_, alibi_, cu_q_, cu_k_;
   DeviceBuffer fwd_ws_, bwd_ws_, flush_;
   bool bwd_ws_ready_ = false;
+  int64_t lse_rows_ = 0, lse_width_ = 0, lse_pitch_ = 0;  // see init()
   FwdParams fwd_;
   BwdParams bwd_;
 };
