@@ -108,9 +108,14 @@ struct BackwardCase {
 
   // CPU part (thread-safe, no CUDA): reference forward → out, LSE (the kernels' inputs); reference
   // backward → dq, dk, dv; then the same-precision baseline's errors.
+  // One thread each: prepare_cases runs many cases at once (nested OpenMP teams would spin).
   void prepare_host() {
-    Status st = reference_forward(pb);
-    if (st.ok()) st = reference_backward(pb);
+    FwdParams fp = pb.fwd_params(Impl::kReference);
+    fp.num_threads = 1;
+    Status st = attention_forward(fp);
+    BwdParams bp = pb.bwd_params(Impl::kReference);
+    bp.num_threads = 1;
+    if (st.ok()) st = attention_backward(bp);
     if (!st.ok()) {
       error = "reference: " + st.to_string();
       return;
@@ -188,12 +193,20 @@ struct BackwardCase {
 inline std::vector<std::unique_ptr<BackwardCase>> prepare_cases(const std::vector<testing::ProblemSpec>& specs) {
   std::vector<std::unique_ptr<BackwardCase>> cases;
   for (const auto& s : specs) cases.push_back(std::make_unique<BackwardCase>(s));
+  // Largest first, so the few 4224² cases do not start last and leave the other cores idle.
+  std::vector<size_t> order(cases.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto cost = [&](size_t i) {
+    const testing::ProblemSpec& s = cases[i]->spec;
+    return static_cast<double>(s.batch) * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return cost(x) > cost(y); });
   std::atomic<size_t> next{0};
   const size_t nt = std::max<size_t>(1, std::min<size_t>(cases.size(), std::thread::hardware_concurrency()));
   std::vector<std::thread> threads;
   for (size_t t = 0; t < nt; ++t)
     threads.emplace_back([&] {
-      for (size_t i = next++; i < cases.size(); i = next++) cases[i]->prepare_host();
+      for (size_t i = next++; i < cases.size(); i = next++) cases[order[i]]->prepare_host();
     });
   for (auto& th : threads) th.join();
   for (auto& c : cases) c->prepare_device();
