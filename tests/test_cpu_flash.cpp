@@ -304,7 +304,8 @@ void fa2_exact_backward(const ft::Problem& pb, ft::Problem& into) {
 }
 
 // Forward and backward of one spec against the float64 results, as the file comment describes.
-void check_problem(const ft::ProblemSpec& spec) {
+// `tweak` (optional) edits each problem after construction, e.g. its ALiBi slopes.
+void check_problem(const ft::ProblemSpec& spec, void (*tweak)(ft::Problem&) = nullptr) {
   SCOPED_TRACE(spec.describe());
   if (std::getenv("FLASHLAB_TEST_VERBOSE")) std::printf("%s\n", spec.describe().c_str());
   ft::Problem flash(spec);
@@ -315,6 +316,7 @@ void check_problem(const ft::ProblemSpec& spec) {
   for (auto [from, to] : {std::pair{&flash.q, &exact.q}, {&flash.k, &exact.k}, {&flash.v, &exact.v},
                           {&flash.dout, &exact.dout}})
     copy_values(*from, *to);
+  if (tweak != nullptr) tweak(flash), tweak(base), tweak(exact);
   const TermScales term = term_scales(exact);
 
   // ---- forward
@@ -421,15 +423,29 @@ ft::ProblemSpec random_base(std::mt19937_64& rng, DType dt) {
   return s;
 }
 
+// Two random problems per feature and dtype.
 TEST(Sweep, EveryFeatureInEveryDtype) {
   std::mt19937_64 rng(20240611);
   for (const Feature& f : kFeatures) {
-    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-      ft::ProblemSpec s = random_base(rng, dt);
-      f.apply(s, rng);
-      SCOPED_TRACE(f.name);
-      check_problem(s);
+    for (int n = 0; n < 2; ++n) {
+      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+        ft::ProblemSpec s = random_base(rng, dt);
+        f.apply(s, rng);
+        SCOPED_TRACE(f.name);
+        check_problem(s);
+      }
     }
+  }
+}
+
+// ALiBi slopes of 0 (that head has no score modification) and < 0 next to ordinary ones, with
+// GQA: the backward's pass 1 shares Kᵀ across the group and must not fold the scale into it.
+TEST(Sweep, AlibiSlopesOfZeroAndNegative) {
+  for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+    ft::ProblemSpec s;
+    s.dtype = dt, s.seqlen_q = 113, s.seqlen_k = 203, s.heads_q = 4, s.heads_kv = 2, s.head_dim = 64;
+    s.alibi = true, s.causal = dt == DType::kFloat32;
+    check_problem(s, [](ft::Problem& pb) { pb.alibi_slopes[0] = 0.0f, pb.alibi_slopes[3] = -0.05f; });
   }
 }
 
@@ -563,6 +579,22 @@ TEST(Props, HeadMajorStridesGiveTheSameBits) {
   EXPECT_TRUE(same_bits(out, head_major(pb.out)));
   EXPECT_EQ(lse, pb.lse);
   EXPECT_TRUE(same_bits(dq, head_major(pb.dq)) && same_bits(dk, head_major(pb.dk)) && same_bits(dv, head_major(pb.dv)));
+}
+
+TEST(Props, NullLseChangesNothingElse) {
+  ft::Problem pb(property_spec());
+  ASSERT_TRUE(run_forward(pb, Impl::kCpuFlash).ok());
+  const ft::HostTensor out = pb.out;
+  pb.poison_forward_outputs();
+  FwdParams p = pb.fwd_params(Impl::kCpuFlash);
+  p.lse = nullptr;
+  ASSERT_TRUE(flashlab::attention_forward(p).ok());
+  EXPECT_TRUE(std::all_of(pb.lse.begin(), pb.lse.end(), [](float x) { return std::isnan(x); }));
+  for (int64_t b = 0; b < out.batch; ++b)  // padding aside, the same bits
+    for (int64_t r = 0; r < out.rows; ++r)
+      for (int64_t h = 0; h < out.heads; ++h)
+        for (int64_t d = 0; d < out.dim; ++d)
+          ASSERT_EQ(flashlab::float_to_bits(pb.out.get(b, r, h, d)), flashlab::float_to_bits(out.get(b, r, h, d)));
 }
 
 // Extra memory is per-thread tiles (forward) plus one float per query row and head (backward's D):

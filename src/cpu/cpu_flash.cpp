@@ -113,7 +113,7 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
   for (int64_t r = nq; r < nq_pad; ++r) t.lo[r] = 1, t.hi[r] = 0;  // padding rows see nothing
 
   // Plain scores: fold softmax_scale and log2 e into Q once, so Sᵀ comes out ready for exp2.
-  const float q_scale = mod.plain() ? p.softmax_scale * simd::kLog2e : 1.0f;
+  const float q_scale = mod.folded ? p.softmax_scale * simd::kLog2e : 1.0f;
   const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
   flash::load_tile_transposed(p.dtype, q.from(i0), nq, d, q_scale, t.qt, kBlockQ);
   std::fill(t.m, t.m + nq_pad, simd::kNegInf);

@@ -145,8 +145,10 @@ void dkdv_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_
   const int64_t group = p.heads_q / p.heads_kv;
   constexpr int64_t ld = kBlockK;  // of the (query x key) tiles s, ds, dcap
 
-  const bool plain = p.softcap == 0.0f && p.alibi_slopes == nullptr;
-  const float k_scale = plain ? p.softmax_scale * simd::kLog2e : 1.0f;  // fold the scale into Kᵀ
+  // Kᵀ serves every query head of the group, so the scale is folded into it only when no head
+  // has a score modification.
+  const bool fold = p.softcap == 0.0f && p.alibi_slopes == nullptr;
+  const float k_scale = fold ? p.softmax_scale * simd::kLog2e : 1.0f;
   flash::load_tile_transposed(p.dtype, flash::head_rows(p, p.k, sb, false, b, kvh).from(j0), nk, d, k_scale,
                               t.tr_a, ld);
   flash::load_tile_transposed(p.dtype, flash::head_rows(p, p.v, sb, false, b, kvh).from(j0), nk, d, 1.0f, t.tr_b,
@@ -155,7 +157,8 @@ void dkdv_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_
   std::fill(t.acc_b, t.acc_b + nk * dp, 0.0f);
 
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-    const flash::ScoreMod mod = flash::make_score_mod(p, sb, b, h);
+    flash::ScoreMod mod = flash::make_score_mod(p, sb, b, h);
+    mod.folded = fold;
     const flash::Dropout drop = flash::make_dropout(p, b, h);
     float* dcap = p.softcap > 0.0f ? t.dcap : nullptr;
     const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
@@ -218,7 +221,7 @@ void dq_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_t 
   }
   for (int64_t r = nq; r < nq_pad; ++r) t.lse2[r] = -simd::kNegInf, t.dsum[r] = 0.0f;  // padding: P = 0
 
-  const float q_scale = mod.plain() ? p.softmax_scale * simd::kLog2e : 1.0f;
+  const float q_scale = mod.folded ? p.softmax_scale * simd::kLog2e : 1.0f;
   flash::load_tile_transposed(p.dtype, flash::head_rows(p, p.q, sb, true, b, h).from(i0), nq, d, q_scale, t.tr_a, ld);
   flash::load_tile_transposed(p.dtype, flash::head_rows(p, p.dout, sb, true, b, h).from(i0), nq, d, 1.0f, t.tr_b,
                               ld);

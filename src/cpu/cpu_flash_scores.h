@@ -2,7 +2,7 @@
 //
 // This is the one hook between S = Q·Kᵀ and the softmax (STYLE rule 5): the forward and both
 // backward passes call finish_scores on their score tile, whichever way round it is stored.
-//   plain (no softcap, no ALiBi): the scale was folded into an operand, only the mask is applied,
+//   folded (no softcap, no ALiBi): the scale was folded into an operand, only the mask is applied,
 //     and only on blocks that cut through the visible band;
 //   otherwise: s = modify_score(scale * raw) · log2 e, then the mask, element by element;
 //     with softcap the backward also wants ds/draw (dcap), taken here from the raw value.
@@ -56,7 +56,7 @@ inline bool block_fully_visible(const int32_t* lo, const int32_t* hi, int64_t nq
 // d(score)/d(scale * raw) (only needed by the backward with softcap).
 inline void finish_scores(const ScoreTile& t, const ScoreMod& mod, const int32_t* lo, const int32_t* hi,
                           float* dcap) {
-  if (mod.plain()) {
+  if (mod.folded) {
     if (block_fully_visible(lo, hi, t.nq, t.j0, t.nk)) return;
     const int32_t j0 = static_cast<int32_t>(t.j0);
     for_each_score(t, t.s, [&](float& s, int64_t r, int64_t c) {

@@ -141,8 +141,11 @@ struct ScoreMod {
   float softcap = 0.0f;
   float alibi_slope = 0.0f;
   RowMask mask;
+  // The caller folded scale · log2 e into an operand of S, so that only the mask remains to apply.
+  // Possible when there is no softcap and no ALiBi: make_score_mod sets it then, and a caller that
+  // cannot fold for this head (the backward's pass 1 shares one Kᵀ across a GQA group) clears it.
+  bool folded = false;
 
-  // No softcap and no ALiBi: the softmax scale (and log2 e) can be folded into Q beforehand.
   bool plain() const { return softcap == 0.0f && alibi_slope == 0.0f; }
   float operator()(float raw, int64_t i, int64_t j) const {
     return modify_score<float>(raw * scale, softcap, alibi_slope, i, j, mask.shift) * simd::kLog2e;
@@ -161,6 +164,7 @@ inline ScoreMod make_score_mod(const AttentionConfig& c, const SeqBounds& sb, in
   m.softcap = c.softcap;
   m.alibi_slope = c.alibi_slopes ? c.alibi_slopes[b * c.alibi_batch_stride + h] : 0.0f;
   m.mask = make_row_mask(c, sb.q_len, sb.k_len);
+  m.folded = m.plain();
   return m;
 }
 
