@@ -18,6 +18,7 @@
 
 namespace flashlab {
 namespace detail {
+inline namespace FLASHLAB_CPU_ISA {
 namespace gemm {
 
 using simd::kWidth;
@@ -104,5 +105,6 @@ void matmul(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64
 }
 
 }  // namespace gemm
+}  // namespace FLASHLAB_CPU_ISA
 }  // namespace detail
 }  // namespace flashlab

@@ -15,6 +15,7 @@
 
 namespace flashlab {
 namespace detail {
+inline namespace FLASHLAB_CPU_ISA {
 namespace flash {
 
 // Scores of queries [i0, i0 + nq) x keys [j0, j0 + nk); element (query r, key c) sits at
@@ -80,5 +81,6 @@ inline void finish_scores(const ScoreTile& t, const ScoreMod& mod, const int32_t
 }
 
 }  // namespace flash
+}  // namespace FLASHLAB_CPU_ISA
 }  // namespace detail
 }  // namespace flashlab

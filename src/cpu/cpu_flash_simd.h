@@ -11,8 +11,21 @@
 #include <cstdint>
 #include <cstring>
 
+// Everything in these headers lives in an inline namespace named after the instruction set it was
+// compiled for. Without it, a program that includes them with other -march flags (a test, a
+// benchmark) would define the same mangled inline functions (micro_kernel<6, 4, ...>) with other
+// vector widths, and the dynamic linker could bind the library's calls to those copies.
+#if defined(__AVX512F__)
+#define FLASHLAB_CPU_ISA avx512
+#elif defined(__AVX__)
+#define FLASHLAB_CPU_ISA avx
+#else
+#define FLASHLAB_CPU_ISA baseline
+#endif
+
 namespace flashlab {
 namespace detail {
+inline namespace FLASHLAB_CPU_ISA {
 namespace simd {
 
 // Floats per vector and architectural vector registers: the micro-kernel tile sizes depend on both.
@@ -87,5 +100,6 @@ inline float reduce_sum(VecF v) {
 }
 
 }  // namespace simd
+}  // namespace FLASHLAB_CPU_ISA
 }  // namespace detail
 }  // namespace flashlab

@@ -20,13 +20,16 @@
 
 namespace flashlab {
 namespace detail {
+inline namespace FLASHLAB_CPU_ISA {
 namespace flash {
 
 // ---- tile sizes (the one place they are chosen)
 // kBlockQ queries x kBlockK keys per step. 64 x 64 keeps the per-thread working set at head_dim 64
 // (Qᵀ, K, V, O and the 64x64 score tile: 80 KiB) inside L2 with the streaming K/V panel in L1, and
 // makes the score tile's query dimension one 64-float row = exactly the micro-kernel's 4 AVX-512
-// vectors. Both must be multiples of simd::kWidth.
+// vectors. Measured on Zen 4 (benchmarks/cpu_flash_vs_sgemm): 64 x 96 and 64 x 128 are within the
+// run-to-run noise (~5%) of 64 x 64, 128 x 64 is no better; 64 x 64 needs the least scratch.
+// Both must be multiples of simd::kWidth.
 constexpr int64_t kBlockQ = 64;
 constexpr int64_t kBlockK = 64;
 static_assert(kBlockQ % simd::kWidth == 0 && kBlockK % simd::kWidth == 0, "blocks must be whole vectors");
@@ -121,16 +124,29 @@ inline void load_tile_transposed(DType dt, const HeadRows& src, int64_t nrows, i
   });
 }
 
+template <DType kD>
+inline void store_elem(void* row, int64_t k, float x) {
+  if constexpr (kD == DType::kFloat32) {
+    static_cast<float*>(row)[k] = x;
+  } else if constexpr (kD == DType::kBFloat16) {
+    static_cast<uint16_t*>(row)[k] = float_to_bf16(x);
+  } else {
+    static_cast<uint16_t*>(row)[k] = float_to_fp16(x);
+  }
+}
+
 // dst rows [0, nrows) x [0, d) = scale * row_scale[r] * tile (row_scale may be null), rounded to
-// the tensor's dtype.
+// the tensor's dtype (round to nearest even, as dtype.h).
 inline void store_tile(DType dt, const float* tile, int64_t ld, int64_t nrows, int64_t d, const float* row_scale,
                        float scale, const HeadRows& dst) {
-  for (int64_t r = 0; r < nrows; ++r) {
-    const float s = row_scale ? scale * row_scale[r] : scale;
-    char* row = static_cast<char*>(dst.mut_row(r));
-    const int64_t es = dst.elem_size;
-    for (int64_t k = 0; k < d; ++k) store_from_float(dt, row + k * es, s * tile[r * ld + k]);
-  }
+  dtype_switch(dt, [&](auto tag) {
+    constexpr DType kD = decltype(tag)::value;
+    for (int64_t r = 0; r < nrows; ++r) {
+      const float s = row_scale ? scale * row_scale[r] : scale;
+      void* row = dst.mut_row(r);
+      for (int64_t k = 0; k < d; ++k) store_elem<kD>(row, k, s * tile[r * ld + k]);
+    }
+  });
 }
 
 // ---- scores: raw q·k -> modified, masked score in log2 units (ready for exp2)
@@ -227,5 +243,6 @@ inline int thread_count(const AttentionConfig& c, int64_t items) {
 }
 
 }  // namespace flash
+}  // namespace FLASHLAB_CPU_ISA
 }  // namespace detail
 }  // namespace flashlab
