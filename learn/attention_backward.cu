@@ -27,7 +27,7 @@
 //                                        bitwise equal) and time it
 //   --peak 798                           bf16 tensor-core peak in TFLOP/s (default: measured)
 //   --small                              validate small shapes only (for compute-sanitizer)
-//   --only-dtype bf16                    validate one element type only (sanitizer runs)
+//   --only-dtype bf16 --only-hdim 64     validate one element type / head dim only (sanitizer runs)
 //   --v1-max-seqlen 8192                 do not time v1 above this (16 blocks at 16k: seconds a run)
 //   --no-validate / --no-time            skip a phase (timing unvalidated versions is refused)
 //   --seed S                             input seed (default: fresh, printed)
@@ -51,14 +51,14 @@ namespace {
 constexpr int kNumVersions = 5;
 
 std::map<int, int> validate(const std::vector<int>& versions, bool small, bool deterministic, const char* only_dtype,
-                            uint64_t seed) {
+                            int64_t only_hdim, uint64_t seed) {
   std::map<int, int> failures, skipped, passed;
   for (int v : versions) failures[v] = skipped[v] = passed[v] = 0;
   std::vector<testing::ProblemSpec> specs;
   DType keep = DType::kFloat32;
   if (only_dtype && !parse_dtype(only_dtype, &keep).ok()) only_dtype = nullptr;
   for (const testing::ProblemSpec& s : validation_specs(small))
-    if (!only_dtype || s.dtype == keep) specs.push_back(s);
+    if ((!only_dtype || s.dtype == keep) && (only_hdim == 0 || s.head_dim == only_hdim)) specs.push_back(s);
   for (size_t n = 0; n < specs.size(); ++n) specs[n].data_seed = seed + n;  // fresh inputs per shape
   std::printf("== validation: %zu shapes x %zu versions%s, seed %llu\n", specs.size(), versions.size(),
               deterministic ? " (atomic and deterministic dQ)" : "", static_cast<unsigned long long>(seed));
@@ -221,7 +221,8 @@ void print_progression(const std::vector<Row>& rows) {
 void usage() {
   std::printf("usage: attention_backward <0..4 | all | run_all> [--seqlens 2048,4096] [--causal 0|1|both]\n"
               "         [--hdim 64|128] [--dtype bf16|fp16] [--heads 16] [--tokens 16384] [--versions 0,2]\n"
-              "         [--deterministic] [--peak TFLOPS] [--small] [--only-dtype bf16] [--v1-max-seqlen N]\n"
+              "         [--deterministic] [--peak TFLOPS] [--small] [--only-dtype bf16] [--only-hdim 64]\n"
+              "         [--v1-max-seqlen N]\n"
               "         [--no-validate] [--no-time] [--seed S]\n");
 }
 
@@ -252,7 +253,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   if (!args.has("--no-validate")) {
     const std::map<int, int> failures =
-        validate(versions, args.has("--small"), args.has("--deterministic"), args.get("--only-dtype"), seed);
+        validate(versions, args.has("--small"), args.has("--deterministic"), args.get("--only-dtype"),
+                 args.get_int("--only-hdim", 0), seed);
     timed.clear();
     for (int v : versions) {
       if (failures.at(v) == 0) timed.push_back(v);

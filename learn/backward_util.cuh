@@ -133,6 +133,26 @@ struct BackwardCase {
     if (error.empty() && !dev.upload(pb)) error = "upload failed";
   }
 
+  // The harness rule (judge) on one gradient. One special case: a reference that is exactly 0
+  // everywhere (seqlen_k = 1: P = 1, so dS = dP − D = dO·V − dO·O = 0 and dQ = dK = 0) has no
+  // relative error; a kernel's fp32 cancellation leaves ~1e-7 there, so it is judged by max_abs
+  // alone, against 1e-4 (a real error is 1e-2 or more).
+  Verdict judge_grad(const char* what, const testing::HostTensor& got, const testing::HostTensor& ref,
+                     const testing::ErrorStats& base) const {
+    testing::ErrorStats e = testing::compare(got, ref);
+    double ref_max = 0;
+    for (int64_t bb = 0; bb < ref.batch; ++bb)
+      for (int64_t r = 0; r < ref.rows; ++r)
+        for (int64_t h = 0; h < ref.heads; ++h)
+          for (int64_t d = 0; d < ref.dim; ++d) ref_max = std::max(ref_max, std::fabs(double(ref.get(bb, r, h, d))));
+    const double eps = dtype_eps(spec.dtype);
+    if (ref_max > 0 || e.count == 0) return judge(what, e, base, eps / 4, 2 * eps);
+    e.rel_l2 = 0;
+    Verdict v = judge(what, e, base, 0, 1e-4);
+    v.line += " (reference is 0: max_abs only)";
+    return v;
+  }
+
   // Runs `version` once on poisoned gradients; leaves them in pb.dq/dk/dv.
   Status run(int version, bool deterministic) {
     if (!dev.poison_backward()) return Status(StatusCode::kDeviceError, "poison failed");
@@ -165,11 +185,9 @@ struct BackwardCase {
       v.line = "run: " + st.to_string();
       return v;
     }
-    // Gradients are sums over up to seqlen terms of O(1) values: floors scale with the reference.
-    const double eps = dtype_eps(spec.dtype);
-    const Verdict a = judge("dq", testing::compare(pb.dq, ref_dq), base_dq, eps / 4, 2 * eps);
-    const Verdict b = judge("dk", testing::compare(pb.dk, ref_dk), base_dk, eps / 4, 2 * eps);
-    const Verdict c = judge("dv", testing::compare(pb.dv, ref_dv), base_dv, eps / 4, 2 * eps);
+    const Verdict a = judge_grad("dq", pb.dq, ref_dq, base_dq);
+    const Verdict b = judge_grad("dk", pb.dk, ref_dk, base_dk);
+    const Verdict c = judge_grad("dv", pb.dv, ref_dv, base_dv);
     v.pass = a.pass && b.pass && c.pass;
     v.line = a.line + " | " + b.line + " | " + c.line;
     if (deterministic && v.pass) {

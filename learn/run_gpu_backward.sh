@@ -10,12 +10,15 @@
 #   validate   attention_backward all --no-time --deterministic: every version on the awkward-shape
 #              sweep vs the float64 CPU reference, atomic and deterministic dQ (3 runs bitwise equal)
 #   memcheck   compute-sanitizer memcheck, small shapes, bf16, both dQ modes, every version
-#   racecheck  compute-sanitizer racecheck (shared-memory hazards), small shapes, bf16, v1..v4
+#   racecheck  compute-sanitizer racecheck (shared-memory hazards), small shapes, bf16, hdim 64, v1..v4
 #   time       attention_backward run_all --no-validate --deterministic: the progression table on the
 #              standard shape (validate ran just before on the same binary)
 #   sdpa       learn/bench_sdpa.py: PyTorch SDPA flash backend, fwd and bwd, same shapes
 #   ncu        shared-memory bank conflicts of the v3 vs v4 backward kernels (one launch each)
-# Environment: SEQLENS (default 2048,4096,8192,16384), T_<PHASE> timeouts in seconds.
+# Environment: SEQLENS (default 2048,4096,8192,16384); T_<PHASE> timeouts in seconds;
+#   MEM_VERSIONS / RACE_VERSIONS / TIME_VERSIONS (default 0,1,2,3,4 / 1,2,3,4 / 0,1,2,3,4);
+#   RACE_HDIM (default 64: racecheck is ~100x slower than a plain run, and the barrier structure
+#   of every kernel is the same for both head dims).
 set -uo pipefail
 BIN=${1:?usage: learn/run_gpu_backward.sh <bin-dir> [phases]}
 PHASES=${2:-validate,memcheck,racecheck,time,sdpa,ncu}
@@ -38,16 +41,17 @@ if has validate; then
 fi
 if has memcheck; then
   timeout "${T_MEMCHECK:-90}" compute-sanitizer --tool memcheck "$AB" all --small --only-dtype bf16 --deterministic \
-    --no-time --seed 7 >"$OUT/memcheck.log" 2>&1
+    --versions "${MEM_VERSIONS:-0,1,2,3,4}" --no-time --seed 7 >"$OUT/memcheck.log" 2>&1
   note "memcheck rc=$? $(grep -E '^  v[0-9]: ' "$OUT/memcheck.log" | tr '\n' ';') $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
 fi
 if has racecheck; then
-  timeout "${T_RACECHECK:-90}" compute-sanitizer --tool racecheck --racecheck-report all "$AB" all --small \
-    --only-dtype bf16 --versions 1,2,3,4 --no-time --seed 7 >"$OUT/racecheck.log" 2>&1
+  timeout "${T_RACECHECK:-240}" compute-sanitizer --tool racecheck --racecheck-report all "$AB" all --small \
+    --only-dtype bf16 --only-hdim "${RACE_HDIM:-64}" --versions "${RACE_VERSIONS:-1,2,3,4}" --no-time --seed 7 >"$OUT/racecheck.log" 2>&1
   note "racecheck rc=$? $(grep -E '^  v[0-9]: ' "$OUT/racecheck.log" | tr '\n' ';') $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
 fi
 if has time; then
-  timeout "${T_TIME:-150}" "$AB" run_all --no-validate --deterministic --seqlens "$SEQLENS" 2>&1 | tee "$OUT/time.log"
+  timeout "${T_TIME:-150}" "$AB" run_all --no-validate --deterministic --seqlens "$SEQLENS" \
+    --versions "${TIME_VERSIONS:-0,1,2,3,4}" 2>&1 | tee "$OUT/time.log"
   note "time rc=$?"
 fi
 if has sdpa; then

@@ -99,26 +99,28 @@ Status launch_preprocess(const BwdArgs& a, cudaStream_t stream);
 // dq = scale · dq_acc, rounded to the element type, written with the caller's strides.
 Status launch_postprocess_dq(const BwdArgs& a, cudaStream_t stream);
 
-// ---- deterministic dQ: key block n adds into query block m only after key blocks 0..n-1 did.
-// The key blocks that touch a query block are always 0..N (contiguous from 0, also with causal
-// skipping), so "wait until the counter equals n, add, set it to n+1" fixes the summation order.
-// It cannot deadlock as long as blocks are dispatched in blockIdx order (key block = blockIdx.x):
-// the block we wait for was started before us. FlashAttention-3 relies on the same property.
-__device__ __forceinline__ void dq_turn_wait(const int* turn, int n) {
+// ---- deterministic dQ: the key blocks that add into one query block take turns in a fixed order.
+// A counter per (batch, head, query block) says how many have added so far: a block whose place
+// in the order is k waits until the counter equals k, adds, and sets it to k + 1. v2 and v3 use
+// ascending key-block order (place k = n); v4 descending (backward_v4.cu says why). It cannot
+// deadlock as long as every block waits only for blocks dispatched before it (blocks are dispatched
+// in blockIdx order, and the kernels map blockIdx.x to key blocks accordingly); FlashAttention-3's
+// deterministic mode relies on the same property.
+__device__ __forceinline__ void dq_turn_wait(const int* turn, int k) {
   if (turn == nullptr) return;
   if (threadIdx.x == 0) {
     int seen;
     do {
       asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(turn));
-    } while (seen != n);
+    } while (seen != k);
   }
   __syncthreads();
 }
-__device__ __forceinline__ void dq_turn_pass(int* turn, int n) {
+__device__ __forceinline__ void dq_turn_pass(int* turn, int k) {
   if (turn == nullptr) return;
   __threadfence();  // each thread's dQ additions are visible device-wide before the hand-over
   __syncthreads();
-  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(turn), "r"(n + 1) : "memory");
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(turn), "r"(k + 1) : "memory");
 }
 
 // ---- per-version entry points (learn/kernels/backward_vN.cu), dispatched by learn/api_backward.cu
