@@ -126,6 +126,11 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
     const int64_t nk = std::min(kBlockK, jhi + 1 - j0);
     flash::load_tile(p.dtype, k.from(j0), nk, d, 1.0f, t.k, dp, nk);
     flash::load_tile(p.dtype, v.from(j0), nk, d, 1.0f, t.v, dp, nk);
+    if (j0 + kBlockK <= jhi) {  // the next K/V block arrives while this one is computed
+      const int64_t next = std::min(kBlockK, jhi + 1 - (j0 + kBlockK));
+      flash::prefetch_rows(k.from(j0 + kBlockK), next, d);
+      flash::prefetch_rows(v.from(j0 + kBlockK), next, d);
+    }
 
     // Sᵀ (nk x nq_pad) = K (nk x d) · Qᵀ (d x nq_pad)
     gemm::matmul<gemm::Init::kZero>(nk, nq_pad, d, t.k, dp, 1, t.qt, kBlockQ, t.st, kBlockQ);

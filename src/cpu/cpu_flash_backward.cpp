@@ -171,6 +171,11 @@ void dkdv_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_
 
       flash::load_tile(p.dtype, q.from(i0), nq, d, 1.0f, t.nat_a, dp, nq);
       flash::load_tile(p.dtype, dout.from(i0), nq, d, 1.0f, t.nat_b, dp, nq);
+      if (i0 + kBlockQ < sb.q_len) {  // the next query block arrives while this one is computed
+        const int64_t next = std::min(kBlockQ, sb.q_len - (i0 + kBlockQ));
+        flash::prefetch_rows(q.from(i0 + kBlockQ), next, d);
+        flash::prefetch_rows(dout.from(i0 + kBlockQ), next, d);
+      }
       for (int64_t r = 0; r < nq; ++r) {
         t.lse2[r] = lse_log2(p, sb, b, h, i0 + r);
         t.dsum[r] = dsum[ri(sb, b, h, i0 + r)];
@@ -233,6 +238,11 @@ void dq_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_t 
     const int64_t nk = std::min(kBlockK, jhi + 1 - j0);
     flash::load_tile(p.dtype, k.from(j0), nk, d, 1.0f, t.nat_a, dp, nk);
     flash::load_tile(p.dtype, v.from(j0), nk, d, 1.0f, t.nat_b, dp, nk);
+    if (j0 + kBlockK <= jhi) {  // the next K/V block arrives while this one is computed
+      const int64_t next = std::min(kBlockK, jhi + 1 - (j0 + kBlockK));
+      flash::prefetch_rows(k.from(j0 + kBlockK), next, d);
+      flash::prefetch_rows(v.from(j0 + kBlockK), next, d);
+    }
 
     // Sᵀ (nk x nq_pad) = K·Qᵀ, scores, Pᵀ = exp2(Sᵀ − LSE2) with LSE2 varying along the row.
     gemm::matmul<Init::kZero>(nk, nq_pad, d, t.nat_a, dp, 1, t.tr_a, ld, t.s, ld);
