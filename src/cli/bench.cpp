@@ -135,6 +135,10 @@ class BenchRun {
       return;
     }
     r_->has_sgemm = true;
+    if (sgemm_core_is_generic(r_->sgemm.core))
+      r_->notes.push_back("OpenBLAS did not recognize this CPU and runs its generic '" +
+                          r_->sgemm.core + "' kernels: the sgemm peer is slower than it should be; "
+                          "set OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell or Zen) to pick one");
     r_->sgemm_median_ms = median(r_->sgemm.ms);
     r_->sgemm_tflops = r_->sgemm.flops / (r_->sgemm_median_ms * 1e-3) / 1e12;
   }

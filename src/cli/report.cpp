@@ -141,7 +141,7 @@ void print_table(const BenchReport& r, std::ostream& os) {
   if (r.has_sgemm)
     os << "openblas_sgemm: C = A B with M = N = K = " << r.sgemm.m << " ("
        << fmt("%.4g", r.sgemm.flops / 1e9) << " GFLOP, fp32), " << r.sgemm.threads
-       << " threads; x_sgemm = TFLOP/s / sgemm TFLOP/s\n";
+       << " threads, OpenBLAS core " << r.sgemm.core << "; x_sgemm = TFLOP/s / sgemm TFLOP/s\n";
   for (const std::string& note : r.notes) os << "note: " << note << "\n";
   int failures = 0;
   for (const BenchRow& row : r.rows) {
@@ -216,6 +216,7 @@ void print_json(const BenchReport& r, std::ostream& os) {
   if (r.has_sgemm) {
     os << "{\"m\": " << r.sgemm.m << ", \"n\": " << r.sgemm.n << ", \"k\": " << r.sgemm.k
        << ", \"flops\": " << jnum(r.sgemm.flops) << ", \"threads\": " << r.sgemm.threads
+       << ", \"openblas_core\": " << jstr(r.sgemm.core)
        << ", \"ms_median\": " << jnum(r.sgemm_median_ms) << ", \"ms\": " << jarray(r.sgemm.ms)
        << ", \"tflops\": " << jnum(r.sgemm_tflops) << "}";
   } else {

@@ -11,6 +11,14 @@
 namespace flashlab {
 namespace cli {
 
+bool sgemm_core_is_generic(const std::string& core) {
+  // Pre-AVX kernel sets of OpenBLAS's DYNAMIC_ARCH build.
+  for (const char* old : {"Prescott", "Katmai", "Coppermine", "Northwood", "Banias", "Core2", "Penryn",
+                          "Dunnington", "Nehalem", "Atom", "Opteron", "Barcelona"})
+    if (core == old) return true;
+  return false;
+}
+
 SgemmResult sgemm_shape(double flops) {
   // 3 * 9000^2 * 4 bytes ~ 0.9 GiB: enough work for a stable time, little enough for any machine.
   constexpr int64_t kMaxDim = 9000;
@@ -37,6 +45,7 @@ Status run_sgemm(int threads, const TimingPlan& plan, const IterationCallback& c
 
   openblas_set_num_threads(threads);
   r->threads = openblas_get_num_threads();
+  r->core = openblas_get_corename();
   const auto call = [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(r->m),
                 static_cast<blasint>(r->n), static_cast<blasint>(r->k), 1.0f, a.data(),

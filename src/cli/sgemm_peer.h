@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cli/runner.h"
@@ -16,8 +17,14 @@ struct SgemmResult {
   int64_t m = 0, n = 0, k = 0;  // C(m,n) = A(m,k) B(k,n), row-major
   double flops = 0;             // 2 m n k
   int threads = 0;
+  std::string core;             // the kernel set OpenBLAS picked for this CPU ("Haswell", ...)
   std::vector<double> ms;       // per timed iteration
 };
+
+// OpenBLAS picks its kernels from the CPU model at load time; a CPU newer than the library falls
+// back to old generic ones ("Prescott": SSE3) and the peer looks slow. OPENBLAS_CORETYPE=SkylakeX
+// (or Haswell, Zen) overrides the choice; the table prints the core it ran with.
+bool sgemm_core_is_generic(const std::string& core);
 
 // Square-ish problem with 2 m n k ~ `flops` (m = n = k = round(cbrt(flops / 2)), capped so the
 // three matrices stay under ~1 GiB).
