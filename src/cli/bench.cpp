@@ -64,6 +64,14 @@ struct Oracle {
   std::vector<TensorCheck> fwd_checks, bwd_checks;
 };
 
+// Logical LSE elements: (batch, heads_q, seqlen_q), or (heads_q, total_q) for varlen. The buffer
+// holds at least one element even when there are none, which nobody writes.
+size_t lse_count(const testing::Problem& pb) {
+  const testing::ProblemSpec& s = pb.spec;
+  const int64_t n = pb.varlen() ? s.heads_q * pb.cu_seqlens_q.back() : s.batch * s.heads_q * s.seqlen_q;
+  return static_cast<size_t>(n);
+}
+
 bool all_pass(const std::vector<TensorCheck>& checks) {
   for (const TensorCheck& c : checks)
     if (!c.pass) return false;
@@ -72,8 +80,8 @@ bool all_pass(const std::vector<TensorCheck>& checks) {
 
 std::vector<TensorCheck> forward_checks(const testing::Problem& pb, const Oracle& o,
                                         const Tolerance& tol) {
-  if (!o.have) return {check_written("out", pb.out), check_lse_written(pb.lse)};
-  return {check_tensor("out", pb.out, o.out, tol), check_lse(pb.lse, o.lse, tol)};
+  if (!o.have) return {check_written("out", pb.out), check_lse_written(pb.lse, lse_count(pb))};
+  return {check_tensor("out", pb.out, o.out, tol), check_lse(pb.lse, o.lse, lse_count(pb), tol)};
 }
 std::vector<TensorCheck> backward_checks(const testing::Problem& pb, const Oracle& o,
                                          const Tolerance& tol) {
@@ -95,7 +103,7 @@ Status run_oracle(testing::Problem* pb, bool backward, int threads, Progress* pr
   std::unique_ptr<ImplRunner> ref = make_cpu_runner(pb, Impl::kReference, threads);
   progress->phase("reference forward: oracle run");
   FLASHLAB_RETURN_IF_ERROR(ref->forward_once(&o->fwd_ms, &o->fwd_peak));
-  o->fwd_checks = {check_written("out", pb->out), check_lse_written(pb->lse)};
+  o->fwd_checks = {check_written("out", pb->out), check_lse_written(pb->lse, lse_count(*pb))};
   o->out = pb->out;
   o->lse = pb->lse;
   if (backward) {
