@@ -164,8 +164,10 @@ struct Extents {
 Extents extents(const AttentionConfig& c) {
   if (!is_varlen(c)) return {c.batch, c.seqlen_q, c.seqlen_k};
   if (c.device == Device::kCPU) return {1, c.cu_seqlens_q[c.batch], c.cu_seqlens_k[c.batch]};
-  // On the device the totals are unknown without a sync: check strides over the maximum extents.
-  return {1, c.batch * c.seqlen_q, c.batch * c.seqlen_k};
+  // On the device the totals are unknown without a sync. Any valid cu_seqlens has a total of at
+  // least the longest sequence, so checking over seqlen_q / seqlen_k rows never rejects a valid
+  // packed layout such as LSE (heads_q, total_q); kernels index with int64 regardless.
+  return {1, c.seqlen_q, c.seqlen_k};
 }
 
 Status check_q_like(const char* name, const TensorRef& t, const AttentionConfig& c, const Extents& e,
