@@ -6,7 +6,10 @@
 //          (mask-aware: a causal mask halves them);
 //   sgemm  cblas_sgemm on square n x n x n fp32 matrices with 2n³ ≈ the same FLOPs;
 // alternating the two (so both see the same machine load), after warm-up, and reports the median
-// of --reps runs of each, in GFLOP/s, and the ratio flash / sgemm.
+// of --reps runs of each, in GFLOP/s, and the ratio flash / sgemm. Each timed call is followed by
+// a pause: OpenBLAS's worker threads keep spinning for ~2^28 cycles (0.1 s) after a call and
+// libgomp's for a while after a parallel region, and a spinning peer thread on a 2-core machine
+// halves the speed of whichever side runs next.
 //
 //   build-x/benchmarks/cpu_flash_vs_sgemm                 # the standard table (all shapes below)
 //   build-x/benchmarks/cpu_flash_vs_sgemm --seqlen 2048 --hdim 64 --dtype bf16 --causal 1 --reps 9
@@ -24,6 +27,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu/scratch.h"
@@ -101,13 +105,16 @@ double run_shape(const Shape& sh, const Options& opt) {
   auto sgemm = [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   };
-  for (int w = 0; w < 2; ++w) sgemm(), flash();  // warm-up: thread pools, page faults, caches
+  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  for (int w = 0; w < 2; ++w) sgemm(), settle(), flash(), settle();  // warm-up: pools, page faults
   flashlab::detail::scratch_reset_peak();
   const int64_t live = flashlab::detail::scratch_peak_bytes();
   std::vector<double> tf, tg;
   for (int r = 0; r < opt.reps; ++r) {
     tg.push_back(seconds_of(sgemm));
+    settle();
     tf.push_back(seconds_of(flash));
+    settle();
   }
   const double f_rate = flops / median(tf) / 1e9, g_rate = gemm_flops / median(tg) / 1e9;
   std::printf("%-8s %5s %6s %5ld %5ld %4ld | %9.2f %8.1f | %5d %8.2f %8.1f | %5.2f | %7.0f\n",

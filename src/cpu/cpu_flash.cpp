@@ -112,15 +112,22 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
   flash::row_intervals(mod.mask, i0, nq, t.lo, t.hi, &jlo, &jhi);
   for (int64_t r = nq; r < nq_pad; ++r) t.lo[r] = 1, t.hi[r] = 0;  // padding rows see nothing
 
+  const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
+  const flash::HeadRows k = flash::head_rows(p, p.k, sb, false, b, kvh);
+  const flash::HeadRows v = flash::head_rows(p, p.v, sb, false, b, kvh);
+  // Request Q and the first K/V block together, so their misses overlap (see prefetch_rows).
+  flash::prefetch_rows(q.from(i0), nq, d);
+  if (jlo <= jhi) {
+    flash::prefetch_rows(k.from(jlo), std::min(kBlockK, jhi + 1 - jlo), d);
+    flash::prefetch_rows(v.from(jlo), std::min(kBlockK, jhi + 1 - jlo), d);
+  }
+
   // Plain scores: fold softmax_scale and log2 e into Q once, so Sᵀ comes out ready for exp2.
   const float q_scale = mod.folded ? p.softmax_scale * simd::kLog2e : 1.0f;
-  const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
   flash::load_tile_transposed(p.dtype, q.from(i0), nq, d, q_scale, t.qt, kBlockQ);
   std::fill(t.m, t.m + nq_pad, simd::kNegInf);
   std::fill(t.l, t.l + nq_pad, 0.0f);
 
-  const flash::HeadRows k = flash::head_rows(p, p.k, sb, false, b, kvh);
-  const flash::HeadRows v = flash::head_rows(p, p.v, sb, false, b, kvh);
   bool first = true;
   for (int64_t j0 = jlo; j0 <= jhi; j0 += kBlockK) {
     const int64_t nk = std::min(kBlockK, jhi + 1 - j0);
