@@ -4,6 +4,8 @@
 // The dispatcher (src/api/dispatch.cpp) has validated the generic rules and resolved
 // softmax_scale before calling here. The learning kernels implement plain attention only; every
 // other feature is refused by name, so a caller learns what to change.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "api/backend.h"
@@ -47,8 +49,8 @@ Status learn_supports(int version, const AttentionConfig& c, bool backward) {
   if (c.batch > 65535) return unsupported_value("batch", c.batch, name.c_str(), "<= 65535");
   // The fused kernels fold the scale into exp2 and take the row max of the unscaled scores.
   if (!(c.softmax_scale > 0.0f) && !std::isnan(c.softmax_scale))
-    return unsupported_value("softmax_scale <= 0 (x1e6)", static_cast<int64_t>(c.softmax_scale * 1e6f), name.c_str(),
-                             "> 0");
+    return Status::Unsupported("softmax_scale (" + std::to_string(c.softmax_scale) + ") is not supported by impl " +
+                               name + ": must be > 0");
   return Status::Ok();
 }
 
