@@ -45,6 +45,11 @@ struct Config {
   static constexpr int kSmem = (kBr + kStages * 2 * kBc) * kD * 2;  // bytes (16-bit elements)
   // Blocks per SM the registers allow (65536 per SM, <= 255 per thread): 2 when 4 warps.
   static constexpr int kMinBlocks = kWarps <= 4 ? 2 : 1;
+  static_assert(kD == 64 || kD == 128, "the learning kernels instantiate head_dim 64 and 128");
+  static_assert(kM == 1 || kM == 2, "32 rows per warp is the register limit (O alone is kM * kD / 2 registers)");
+  static_assert(kBc % 16 == 0, "P·V consumes keys in k-steps of 16");
+  static_assert(kStages == 2 || kStages == 3, "the barrier logic covers 2 or 3 stages");
+  static_assert(kSmem <= 227 * 1024, "more shared memory than an H100 block can have");
 };
 
 // The one place tile sizes are chosen.
