@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh — everything one device call checks, run ON the GPU machine from the repo root
+# with build-carry/ carried (see tools/device_bundle.sh). Logs go to $OUT; a summary prints last.
+#
+#   bash tools/gpu_check.sh [phases]
+#   phases (default all): info,cputests,bench,learn_fwd,learn_bwd
+#     info       nvidia-smi, flashlab info
+#     cputests   the CPU GoogleTest suites (the portable build must pass on this host too)
+#     bench      flashlab bench: default shape, and the standard learning shape, beside the peers
+#     learn_fwd  learn/run_gpu.sh (validation sweep, memcheck, racecheck, progression, SDPA, ncu)
+#     learn_bwd  learn/run_gpu_backward.sh (the same for the backward)
+# LEARN_PHASES narrows the learn scripts' phases (e.g. validate,memcheck,racecheck,time,sdpa).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PHASES=${1:-info,cputests,bench,learn_fwd,learn_bwd}
+OUT=${OUT:-out-gpu}
+mkdir -p "$OUT"
+BIN=$PWD/build-carry/bin
+export LD_LIBRARY_PATH="$PWD/build-carry/lib:$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}  # Debian's OpenBLAS misdetects the host CPU
+export PYTHONUNBUFFERED=1
+cp build-carry/lib/libflashlab.so "$BIN/" 2>/dev/null || true
+has() { [[ ",$PHASES," == *",$1,"* ]]; }
+summary=()
+note() { summary+=("$1"); echo "## $1"; }
+
+if has info; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+  "$BIN/flashlab" info | tee "$OUT/info.txt"
+fi
+if has cputests; then
+  fails=0
+  for t in "$BIN"/test_*; do
+    "$t" --gtest_brief=1 >"$OUT/cputest_$(basename "$t").log" 2>&1 || { fails=$((fails + 1)); echo "FAILED: $t"; }
+  done
+  note "cpu tests: $fails failing executables"
+fi
+if has bench; then
+  timeout 300 "$BIN/flashlab" bench 2>&1 | tee "$OUT/bench_default.txt"
+  note "bench default rc=${PIPESTATUS[0]}"
+  # The learning-path standard shape (bf16, hdim 128, 16 heads, 16k tokens), GPU impls only.
+  for causal in "" "--causal"; do
+    timeout 300 "$BIN/flashlab" bench --batch 4 --heads 16 --seqlen 4096 --head-dim 128 --backward $causal \
+      --impl learn_v4,learn_v3,learn_v2,learn_v0 --iters 20 2>&1 | tee -a "$OUT/bench_4k.txt"
+    note "bench 4k $causal rc=${PIPESTATUS[0]}"
+  done
+fi
+if has learn_fwd; then
+  OUT=$OUT/fwd bash learn/run_gpu.sh "$BIN" ${LEARN_PHASES:-} 2>&1 | tail -40 | tee "$OUT/learn_fwd_summary.txt"
+fi
+if has learn_bwd; then
+  OUT=$OUT/bwd bash learn/run_gpu_backward.sh "$BIN" ${LEARN_PHASES:-} 2>&1 | tail -40 | tee "$OUT/learn_bwd_summary.txt"
+fi
+echo "==== summary"
+printf '%s\n' "${summary[@]}"
