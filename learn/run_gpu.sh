@@ -15,21 +15,9 @@
 #   sdpa       learn/bench_sdpa.py: PyTorch SDPA flash backend, fwd and bwd, same shapes
 #   ncu        shared-memory bank conflicts of v3 vs v4 (one launch each, seqlen 2048)
 set -uo pipefail
-BIN=${1:?usage: learn/run_gpu.sh <bin-dir> [phases]}
-PHASES=${2:-validate,memcheck,racecheck,time,sdpa,ncu}
-OUT=${OUT:-out-learn}
-mkdir -p "$OUT"
-# cuBLAS: the toolkit's, else the one PyTorch ships (nvidia-cublas wheel).
-TORCH_CUBLAS=$(python3 -c 'import nvidia.cublas as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$BIN:/usr/local/cuda/lib64:${TORCH_CUBLAS}:${LD_LIBRARY_PATH:-}"
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/run_common.sh"
+learn_setup "learn/run_gpu.sh <bin-dir> [phases]" out-learn "$@"
 AF="$BIN/attention_forward"
-SEQLENS=${SEQLENS:-2048,4096,8192,16384}
-summary=()
-has() { [[ ",$PHASES," == *",$1,"* ]]; }
-note() { summary+=("$1"); echo "## $1"; }
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 
 if has validate; then
   "$AF" all --no-time 2>&1 | tee "$OUT/validate.log"
@@ -53,14 +41,6 @@ if has sdpa; then
   note "sdpa rc=$?"
 fi
 if has ncu; then
-  for v in 3 4; do
-    ncu --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_ldsm.sum,gpu__time_duration.sum \
-      -k "regex:fa2_(mma|pipelined)_kernel" -c 1 \
-      "$AF" "$v" --no-validate --seqlens 2048 --causal 0 --peak 1 >"$OUT/ncu_v$v.log" 2>&1
-    note "ncu v$v rc=$? $(grep -E 'bank_conflicts|ldsm|duration' "$OUT/ncu_v$v.log" | awk '{print $1"="$NF}' | tr '\n' ' ')"
-  done
+  ncu_bank_conflicts "$AF" "fa2_(mma|pipelined)_kernel" 'bank_conflicts|ldsm|duration'
 fi
-
-echo
-echo "==== summary"
-printf '%s\n' "${summary[@]}"
+print_summary
