@@ -1,0 +1,31 @@
+"""flashlab: FlashAttention library and learning lab, from Python.
+
+Three layers (docs/python.md):
+
+* ``flashlab._core``: ``forward`` / ``backward`` on any DLPack tensors (NumPy, torch, CuPy, JAX)
+  with caller-provided outputs and an explicit CUDA stream. Errors raise :class:`FlashlabError`
+  (a ``ValueError``) or its subclass :class:`UnsupportedError`, carrying the C++ Status message.
+* :func:`attention` / :func:`attention_backward` here: NumPy conveniences that allocate the outputs
+  (CPU backends).
+* ``flashlab.torch``: PyTorch custom ops with autograd, ``torch.compile`` and CUDA-graph support;
+  ``flashlab.flash_attn_interface``: the flash-attn 2.x functions.
+
+Importing ``flashlab`` imports neither torch nor Triton.
+"""
+
+from . import _core
+from ._core import FlashlabError, UnsupportedError, backward, build_info, forward, implementations
+from ._numpy import attention, attention_backward
+
+__version__ = _core.__version__
+
+__all__ = [
+    "FlashlabError",
+    "UnsupportedError",
+    "attention",
+    "attention_backward",
+    "backward",
+    "build_info",
+    "forward",
+    "implementations",
+]

@@ -1,0 +1,207 @@
+// python/src/core.cpp — flashlab._core: the thin layer between DLPack tensors and the C++ API.
+//
+//   _core.forward(q, k, v, out, lse=None, *, causal=..., impl=..., stream=..., ...)
+//   _core.backward(dout, q, k, v, out, lse, dq, dk, dv, *, ..., deterministic=...)
+//
+// Every tensor is any DLPack producer (torch, CuPy, JAX, NumPy, a DLPack capsule). Outputs are
+// provided by the caller and written in place, so the framework's allocator owns all memory (what
+// CUDA-graph capture needs). `stream` is a cudaStream_t as an integer (0: the legacy default
+// stream); it is ignored on the CPU. A failed call raises flashlab.FlashlabError (a ValueError), or
+// its subclass flashlab.UnsupportedError when the chosen implementation cannot run the call; the
+// message is the C++ Status message and `.code` its StatusCode name. The GIL is released while
+// the C++ library runs.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "tensor_args.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace flashlab_py {
+namespace {
+
+struct ErrorTypes {
+  PyObject* base = nullptr;         // flashlab.FlashlabError(ValueError)
+  PyObject* unsupported = nullptr;  // flashlab.UnsupportedError(FlashlabError)
+};
+ErrorTypes g_errors;
+
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    const flashlab::Status& st = e.status();
+    PyObject* cls = st.code() == flashlab::StatusCode::kUnsupported ? g_errors.unsupported : g_errors.base;
+    nb::object exc = nb::steal(PyObject_CallFunction(cls, "s", st.message().c_str()));
+    if (!exc.is_valid()) return;  // the constructor raised: that error stands
+    exc.attr("code") = nb::str(flashlab::to_string(st.code()));
+    PyErr_SetObject(cls, exc.ptr());
+  }
+}
+
+// Calls `allocator(nbytes)` for the device scratch an implementation asks for (none does yet:
+// the CUDA learning kernels fall back to stream-ordered cudaMallocAsync). The returned DLPack
+// object is kept in `*keep` until the call returns.
+void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
+                       nb::object* keep) {
+  if (allocator.is_none() || bytes <= 0) return;
+  *keep = allocator(bytes);
+  OutArray w = nb::cast<OutArray>(*keep);
+  check_placement("workspace", w.device_type(), w.device_id(), L);
+  if (static_cast<int64_t>(w.nbytes()) < bytes)
+    fail("workspace allocator returned " + std::to_string(w.nbytes()) + " bytes; " + std::to_string(bytes) +
+         " were asked for");
+  c->workspace = w.data();
+  c->workspace_bytes = bytes;
+}
+
+void forward(const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
+             const std::optional<OutArray>& lse, std::optional<double> softmax_scale, bool causal,
+             const std::string& causal_align, int64_t window_left, int64_t window_right, double softcap,
+             const std::optional<InArray>& alibi_slopes, double dropout_p, uint64_t dropout_seed,
+             uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
+             const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
+             std::optional<int64_t> max_seqlen_k, const std::string& impl, int num_threads, uintptr_t stream,
+             const nb::object& workspace) {
+  flashlab::FwdParams p;
+  const Layout L = read_layout(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, &p);
+  set_options({softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p, dropout_seed,
+               dropout_offset, impl, num_threads, stream},
+              &p);
+  if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
+  p.q = in_ref("q", q, "q", q, L);
+  p.k = in_ref("k", k, "k", k, L);
+  p.v = in_ref("v", v, "k", k, L);
+  p.out = out_ref("out", out, "q", q, L);
+  if (lse) {
+    const LseRef r = lse_ref(InArray(*lse), p, L);
+    p.lse = static_cast<float*>(r.ptr);
+    p.lse_batch_stride = r.batch_stride;
+    p.lse_head_stride = r.head_stride;
+  }
+  nb::object keep;
+  if (!workspace.is_none()) {
+    int64_t bytes = 0;
+    throw_if_error(flashlab::forward_workspace_size(p, &bytes));
+    provide_workspace(workspace, bytes, L, &p, &keep);
+  }
+  flashlab::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = flashlab::attention_forward(p);
+  }
+  throw_if_error(st);
+}
+
+void backward(const InArray& dout, const InArray& q, const InArray& k, const InArray& v, const InArray& out,
+              const InArray& lse, const OutArray& dq, const OutArray& dk, const OutArray& dv,
+              std::optional<double> softmax_scale, bool causal, const std::string& causal_align, int64_t window_left,
+              int64_t window_right, double softcap, const std::optional<InArray>& alibi_slopes, double dropout_p,
+              uint64_t dropout_seed, uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
+              const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
+              std::optional<int64_t> max_seqlen_k, const std::string& impl, int num_threads, uintptr_t stream,
+              bool deterministic, const nb::object& workspace) {
+  flashlab::BwdParams p;
+  const Layout L = read_layout(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, &p);
+  set_options({softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p, dropout_seed,
+               dropout_offset, impl, num_threads, stream},
+              &p);
+  if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
+  p.deterministic = deterministic;
+  p.q = in_ref("q", q, "q", q, L);
+  p.k = in_ref("k", k, "k", k, L);
+  p.v = in_ref("v", v, "k", k, L);
+  p.out = in_ref("out", out, "q", q, L);
+  p.dout = in_ref("dout", dout, "q", q, L);
+  const LseRef r = lse_ref(lse, p, L);
+  p.lse = static_cast<const float*>(r.ptr);
+  p.lse_batch_stride = r.batch_stride;
+  p.lse_head_stride = r.head_stride;
+  p.dq = out_ref("dq", dq, "q", q, L);
+  p.dk = out_ref("dk", dk, "k", k, L);
+  p.dv = out_ref("dv", dv, "k", k, L);
+  nb::object keep;
+  if (!workspace.is_none()) {
+    int64_t bytes = 0;
+    throw_if_error(flashlab::backward_workspace_size(p, &bytes));
+    provide_workspace(workspace, bytes, L, &p, &keep);
+  }
+  flashlab::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = flashlab::attention_backward(p);
+  }
+  throw_if_error(st);
+}
+
+nb::list implementations() {
+  nb::list out;
+  for (const flashlab::ImplInfo& i : flashlab::list_implementations()) {
+    nb::dict d;
+    d["name"] = i.name;
+    d["device"] = flashlab::to_string(i.device);
+    d["available"] = i.available;
+    d["description"] = i.description;
+    out.append(d);
+  }
+  return out;
+}
+
+nb::dict build_info() {
+  const flashlab::BuildInfo b = flashlab::build_info();
+  nb::dict d;
+  d["version"] = b.version;
+  d["cuda_compiled"] = b.cuda_compiled;
+  d["cuda_archs"] = b.cuda_archs;
+  d["cuda_version"] = b.cuda_version;
+  d["compiler"] = b.compiler;
+  d["cpu_flags"] = b.cpu_flags;
+  d["cuda_device_count"] = b.cuda_device_count;
+  nb::list devices;
+  for (const std::string& s : b.cuda_devices) devices.append(s);
+  d["cuda_devices"] = devices;
+  return d;
+}
+
+}  // namespace
+}  // namespace flashlab_py
+
+NB_MODULE(_core, m) {
+  using namespace flashlab_py;
+  m.doc() = "flashlab's C++ API over DLPack tensors (see docs/python.md)";
+
+  g_errors.base = PyErr_NewExceptionWithDoc(
+      "flashlab.FlashlabError", "A flashlab call was refused; the message names the argument and the rule.",
+      PyExc_ValueError, nullptr);
+  g_errors.unsupported = PyErr_NewExceptionWithDoc(
+      "flashlab.UnsupportedError", "Well-formed, but the selected implementation cannot run this call.",
+      g_errors.base, nullptr);
+  m.attr("FlashlabError") = nb::handle(g_errors.base);
+  m.attr("UnsupportedError") = nb::handle(g_errors.unsupported);
+  nb::register_exception_translator(translate);
+
+  m.attr("__version__") = FLASHLAB_VERSION_STRING;
+
+  m.def("forward", &forward, "q"_a, "k"_a, "v"_a, "out"_a.noconvert(), "lse"_a.noconvert() = nb::none(),
+        nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false, "causal_align"_a = "bottom_right",
+        "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(),
+        "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(),
+        "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(), "max_seqlen_k"_a = nb::none(),
+        "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0, "workspace"_a = nb::none(),
+        "Attention forward: writes out (like q) and, when given, lse (batch, heads_q, seqlen_q) fp32.");
+
+  m.def("backward", &backward, "dout"_a, "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "dq"_a.noconvert(),
+        "dk"_a.noconvert(), "dv"_a.noconvert(), nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false,
+        "causal_align"_a = "bottom_right", "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0,
+        "alibi_slopes"_a = nb::none(), "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0,
+        "cu_seqlens_q"_a = nb::none(), "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(),
+        "max_seqlen_k"_a = nb::none(), "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0,
+        "deterministic"_a = false, "workspace"_a = nb::none(),
+        "Attention backward: writes dq (like q), dk and dv (like k) from the forward's out and lse.");
+
+  m.def("implementations", &implementations, "Every implementation in this build: name, device, availability.");
+  m.def("build_info", &build_info, "How libflashlab.so was built and which CUDA devices it sees.");
+}

@@ -1,0 +1,103 @@
+// python/src/tensor_args.h — from DLPack tensors (nanobind ndarrays) to flashlab's plain params.
+//
+// Everything here reads what a DLPack tensor says about itself — shape, element strides, dtype,
+// device — and writes it unchanged into FwdParams / BwdParams. Rules the C++ library already checks
+// (the last stride must be 1, heads_q a multiple of heads_kv, the implementation's limits, ...)
+// are left to it, so Python sees the same Status messages as C++ callers. What only this layer
+// knows (how many dimensions a tensor has, whether two tensors agree on a size, dtype names,
+// which device a tensor lives on) is checked here, with messages that name the argument.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "flashlab/flashlab.h"
+
+namespace flashlab_py {
+
+namespace nb = nanobind;
+
+// Inputs may be read-only (NumPy); outputs must be writable. No implicit conversions: a tensor
+// is used in place or rejected, never silently copied.
+using InArray = nb::ndarray<nb::ro>;
+using OutArray = nb::ndarray<>;
+
+// A failed call. The module's exception translator turns it into flashlab.FlashlabError, or
+// flashlab.UnsupportedError for StatusCode::kUnsupported, carrying status.message().
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(flashlab::Status s) : status_(std::move(s)) {}
+  const flashlab::Status& status() const { return status_; }
+  const char* what() const noexcept override { return status_.message().c_str(); }
+
+ private:
+  flashlab::Status status_;
+};
+
+[[noreturn]] void fail(const std::string& message);  // throws StatusError(kInvalidArgument)
+void throw_if_error(const flashlab::Status& status);
+
+// Where a tensor lives, as flashlab names it.
+struct Placement {
+  flashlab::Device device = flashlab::Device::kCPU;
+  int device_id = 0;
+};
+
+// The problem read off q, k, v (and cu_seqlens for variable-length batches): sizes, dtype,
+// device. Fixed-length tensors are 4-D (batch, seqlen, heads, head_dim); variable-length ones
+// 3-D (total_tokens, heads, head_dim).
+struct Layout {
+  bool varlen = false;
+  Placement where;
+  flashlab::DType dtype = flashlab::DType::kFloat32;
+};
+
+// Reads sizes, dtype and device from q, k, v into `c`; checks that the three agree.
+Layout read_layout(const InArray& q, const InArray& k, const InArray& v,
+                   const std::optional<InArray>& cu_seqlens_q, const std::optional<InArray>& cu_seqlens_k,
+                   std::optional<int64_t> max_seqlen_q, std::optional<int64_t> max_seqlen_k,
+                   flashlab::AttentionConfig* c);
+
+// The strides of a q-like tensor; `like` names the tensor whose shape it must have.
+flashlab::TensorRef in_ref(const char* name, const InArray& a, const char* like, const InArray& shape_of,
+                           const Layout& L);
+flashlab::MutTensorRef out_ref(const char* name, const OutArray& a, const char* like, const InArray& shape_of,
+                               const Layout& L);
+
+// LSE: (batch, heads_q, seqlen_q), or (heads_q, total_q) for variable-length batches; fp32.
+struct LseRef {
+  void* ptr = nullptr;
+  int64_t batch_stride = 0;
+  int64_t head_stride = 0;
+};
+LseRef lse_ref(const nb::ndarray<nb::ro>& lse, const flashlab::AttentionConfig& c, const Layout& L);
+
+// ALiBi slopes, (heads_q,) or (batch, heads_q) fp32: sets c->alibi_slopes and its batch stride.
+void set_alibi(const InArray& slopes, const Layout& L, flashlab::AttentionConfig* c);
+
+// The scalar options shared by the forward and backward calls.
+struct Options {
+  std::optional<double> softmax_scale;
+  bool causal = false;
+  std::string causal_align = "bottom_right";
+  int64_t window_left = -1;
+  int64_t window_right = -1;
+  double softcap = 0.0;
+  double dropout_p = 0.0;
+  uint64_t dropout_seed = 0;
+  uint64_t dropout_offset = 0;
+  std::string impl = "auto";
+  int num_threads = 0;
+  uintptr_t stream = 0;
+};
+void set_options(const Options& o, flashlab::AttentionConfig* c);
+
+// Checks that `a` lives where q does (same device type and ordinal).
+void check_placement(const char* name, int device_type, int device_id, const Layout& L);
+
+}  // namespace flashlab_py
