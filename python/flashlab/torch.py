@@ -1,0 +1,277 @@
+"""flashlab.torch — flashlab attention as PyTorch custom ops.
+
+    import torch, flashlab.torch as fl
+    q, k, v = (torch.randn(2, 1024, 8, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    out = fl.attention(q, k, v, causal=True)     # (batch, seqlen, heads, head_dim), like q
+    out.sum().backward()
+
+Two ops, ``flashlab::fwd`` and ``flashlab::bwd``, registered with ``torch.library.custom_op``:
+
+* each allocates its outputs with ``torch.empty`` inside the op (torch's caching allocator owns all
+  memory, so CUDA-graph capture records the allocations in the graph's pool);
+* each launches on ``torch.cuda.current_stream()`` and never synchronizes the host;
+* ``register_fake`` gives their output shapes, so ``torch.compile(fullgraph=True)`` traces them
+  as opaque nodes without graph breaks;
+* ``register_autograd`` makes ``flashlab::bwd`` the derivative of ``flashlab::fwd``.
+
+Tensors cross into C++ as DLPack capsules made with ``__dlpack__(stream=-1)``: -1 asks torch for
+no cross-stream synchronization, which the default (``stream=None`` in older torch versions) would
+add by recording an event on the current stream — fatal inside graph capture.
+
+On CUDA only what the learning kernels support runs today (bf16/fp16, head_dim 64 or 128, plain,
+causal bottom-right and GQA attention); anything else raises ``flashlab.UnsupportedError`` with the
+C++ library's message. On the CPU every feature runs (``cpu_flash``). docs/python.md has the rest.
+"""
+
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _core
+from ._core import FlashlabError, UnsupportedError
+
+__all__ = ["attention", "FlashlabError", "UnsupportedError"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Crossing into flashlab._core
+# ---------------------------------------------------------------------------------------------
+def _capsule(t: Optional[Tensor]):
+    """A DLPack capsule of `t` without stream synchronization (see the module docstring)."""
+    if t is None:
+        return None
+    return t.detach().__dlpack__(stream=-1)
+
+
+def _last_dim_contiguous(t: Tensor) -> Tensor:
+    # flash-attn's maybe_contiguous: the kernels need stride(-1) == 1; other strides pass through.
+    return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
+
+
+def _launch(q: Tensor) -> dict:
+    """Stream and workspace allocator for a call on q's device."""
+    if not q.is_cuda:
+        return {"stream": 0}
+
+    def allocate(nbytes: int):
+        return torch.empty(nbytes, dtype=torch.uint8, device=q.device).__dlpack__(stream=-1)
+
+    return {"stream": torch.cuda.current_stream(q.device).cuda_stream, "workspace": allocate}
+
+
+def _rng(rng_state: Optional[Tensor], dropout_p: float) -> Tuple[int, int]:
+    """(seed, offset) from the CPU int64 tensor [seed, offset]; reading it never touches a GPU."""
+    if dropout_p <= 0.0 or rng_state is None:
+        return 0, 0
+    seed, offset = rng_state.tolist()
+    return seed & 0xFFFFFFFFFFFFFFFF, offset & 0xFFFFFFFFFFFFFFFF
+
+
+def _lse_shape(q: Tensor, varlen: bool) -> List[int]:
+    if varlen:  # packed (total_q, heads, head_dim) -> (heads, total_q)
+        return [q.shape[1], q.shape[0]]
+    return [q.shape[0], q.shape[2], q.shape[1]]
+
+
+def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
+             softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p,
+             impl) -> dict:  # fmt: skip
+    seed, offset = _rng(rng_state, dropout_p)
+    varlen = cu_seqlens_q is not None
+    return dict(
+        softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
+        window_left=window_left, window_right=window_right, softcap=softcap,
+        alibi_slopes=_capsule(alibi_slopes), dropout_p=dropout_p, dropout_seed=seed,
+        dropout_offset=offset, cu_seqlens_q=_capsule(cu_seqlens_q),
+        cu_seqlens_k=_capsule(cu_seqlens_k), max_seqlen_q=max_seqlen_q if varlen else None,
+        max_seqlen_k=max_seqlen_k if varlen else None, impl=impl,
+    )  # fmt: skip
+
+
+class _on_device:
+    """torch.cuda.device(t.device) for CUDA tensors (DLPack export and kernel launches use the
+    current device), nothing for CPU tensors."""
+
+    def __init__(self, t: Tensor):
+        self.guard = torch.cuda.device(t.device) if t.is_cuda else None
+
+    def __enter__(self):
+        if self.guard is not None:
+            self.guard.__enter__()
+
+    def __exit__(self, *exc):
+        if self.guard is not None:
+            self.guard.__exit__(*exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ops
+# ---------------------------------------------------------------------------------------------
+@torch.library.custom_op("flashlab::fwd", mutates_args=())
+def _fwd(
+    q: Tensor, k: Tensor, v: Tensor,
+    cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
+    max_seqlen_q: int, max_seqlen_k: int,
+    alibi_slopes: Optional[Tensor], rng_state: Optional[Tensor],
+    softmax_scale: Optional[float], causal: bool, causal_align: str,
+    window_left: int, window_right: int, softcap: float, dropout_p: float,
+    deterministic: bool, impl: str,
+) -> Tuple[Tensor, Tensor]:  # fmt: skip
+    """Returns (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
+    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32, device=q.device)
+    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
+                       softmax_scale, causal, causal_align, window_left, window_right, softcap,
+                       dropout_p, impl)  # fmt: skip
+    with _on_device(q):
+        _core.forward(_capsule(q), _capsule(k), _capsule(v), _capsule(out), _capsule(lse),
+                      **options, **_launch(q))  # fmt: skip
+    return out, lse
+
+
+@_fwd.register_fake
+def _fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, *args):
+    lse_shape = _lse_shape(q, cu_seqlens_q is not None)
+    return q.new_empty(q.shape), q.new_empty(lse_shape, dtype=torch.float32)
+
+
+@torch.library.custom_op("flashlab::bwd", mutates_args=())
+def _bwd(
+    dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+    cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
+    max_seqlen_q: int, max_seqlen_k: int,
+    alibi_slopes: Optional[Tensor], rng_state: Optional[Tensor],
+    softmax_scale: Optional[float], causal: bool, causal_align: str,
+    window_left: int, window_right: int, softcap: float, dropout_p: float,
+    deterministic: bool, impl: str,
+) -> Tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """Returns (dq, dk, dv), contiguous, shaped like q, k, v."""
+    dout, q, k, v, out = (_last_dim_contiguous(t) for t in (dout, q, k, v, out))
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
+                       softmax_scale, causal, causal_align, window_left, window_right, softcap,
+                       dropout_p, impl)  # fmt: skip
+    with _on_device(q):
+        _core.backward(_capsule(dout), _capsule(q), _capsule(k), _capsule(v), _capsule(out),
+                       _capsule(lse), _capsule(dq), _capsule(dk), _capsule(dv),
+                       deterministic=deterministic, **options, **_launch(q))  # fmt: skip
+    return dq, dk, dv
+
+
+@_bwd.register_fake
+def _bwd_fake(dout, q, k, v, *args):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (15 of them).
+_N_OPTION_INPUTS = 15
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, *rest = inputs
+    max_q, max_k, alibi, rng_state = rest[:4]
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, rng_state)
+    ctx.scalars = (max_q, max_k) + tuple(rest[4:])
+    # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, dout, _dlse):
+    q, k, v, out, lse, cu_q, cu_k, alibi, rng_state = ctx.saved_tensors
+    max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
+    dq, dk, dv = torch.ops.flashlab.bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi,
+                                        rng_state, scale, causal, align, wl, wr, softcap, p,
+                                        deterministic, impl)  # fmt: skip
+    return (dq, dk, dv) + (None,) * _N_OPTION_INPUTS
+
+
+torch.library.register_autograd("flashlab::fwd", _backward, setup_context=_setup_context)
+
+
+# ---------------------------------------------------------------------------------------------
+# The public function
+# ---------------------------------------------------------------------------------------------
+def _rng_state(dropout_p: float, generator: Optional[torch.Generator], offset: int) -> Optional[Tensor]:
+    """[seed, offset] as a CPU int64 tensor (None without dropout). The seed is drawn from a CPU
+    generator (torch.manual_seed makes it reproducible); forward and backward read the same tensor,
+    so they draw the same keep-mask. A tensor rather than a Python int so that torch.compile draws a
+    fresh seed on every call instead of baking one into the graph."""
+    if dropout_p <= 0.0:
+        return None
+    seed = torch.randint(0, 2**62, (1,), dtype=torch.int64, generator=generator)
+    return torch.cat([seed, torch.full((1,), offset, dtype=torch.int64)])
+
+
+def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+               softmax_scale=None, causal=False, causal_align="bottom_right", window=(-1, -1),
+               softcap=0.0, alibi_slopes=None, dropout_p=0.0, generator=None, dropout_offset=0,
+               deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
+    """(out, lse) through flashlab::fwd; shared by attention() and flash_attn_interface."""
+    rng_state = _rng_state(dropout_p, generator, dropout_offset)
+    return torch.ops.flashlab.fwd(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
+        rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
+        float(softcap), float(dropout_p), deterministic, impl,
+    )  # fmt: skip
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    causal: bool = False,
+    softmax_scale: Optional[float] = None,
+    window: Tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+    alibi_slopes: Optional[Tensor] = None,
+    dropout_p: float = 0.0,
+    generator: Optional[torch.Generator] = None,
+    dropout_offset: int = 0,
+    causal_align: str = "bottom_right",
+    cu_seqlens_q: Optional[Tensor] = None,
+    cu_seqlens_k: Optional[Tensor] = None,
+    max_seqlen_q: Optional[int] = None,
+    max_seqlen_k: Optional[int] = None,
+    deterministic: bool = False,
+    impl: str = "auto",
+    return_lse: bool = False,
+):
+    """Scaled dot-product attention on (batch, seqlen, heads, head_dim) tensors, CPU or CUDA.
+
+    Args:
+        q: (batch, seqlen_q, heads_q, head_dim); k, v: (batch, seqlen_k, heads_kv, head_dim) with
+            heads_q a multiple of heads_kv (GQA/MQA). With ``cu_seqlens_q/k`` (int32, batch + 1,
+            on q's device) the tensors are packed (total_tokens, heads, head_dim) and
+            ``max_seqlen_q/k`` bound the sequence lengths.
+        causal: mask keys after the diagonal, anchored by ``causal_align``: ``"bottom_right"``
+            (flash-attn: the last query sees every key) or ``"top_left"`` (SDPA's ``is_causal``).
+        softmax_scale: default 1/sqrt(head_dim).
+        window: (left, right) sliding window around the diagonal; -1 = unbounded.
+        softcap: > 0 replaces each score s by softcap * tanh(s / softcap).
+        alibi_slopes: fp32 (heads_q,) or (batch, heads_q): s -= slope * |i + shift - j|.
+        dropout_p: dropout on the attention probabilities. The mask comes from flashlab's Philox
+            keying (docs/dropout.md), seeded from ``generator`` (a CPU torch.Generator; default
+            torch's global one) and ``dropout_offset``.
+        deterministic: a backward pass without order-dependent atomics.
+        impl: "auto" or an implementation name from ``flashlab.implementations()``.
+        return_lse: also return the log-sum-exp, fp32 (batch, heads_q, seqlen_q) or
+            (heads_q, total_q) when packed. It is not differentiable.
+
+    Returns:
+        ``out`` (like q), or ``(out, lse)`` when ``return_lse``.
+    """
+    out, lse = _attention(
+        q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+        max_seqlen_k=max_seqlen_k, softmax_scale=softmax_scale, causal=causal,
+        causal_align=causal_align, window=window, softcap=softcap, alibi_slopes=alibi_slopes,
+        dropout_p=dropout_p, generator=generator, dropout_offset=dropout_offset,
+        deterministic=deterministic, impl=impl,
+    )  # fmt: skip
+    return (out, lse) if return_lse else out

@@ -1,0 +1,145 @@
+"""Float64 attention references and the error check shared by the Python tests.
+
+The semantics are flashlab's (include/flashlab/params.h, mask.h): s = scale * q.k, then softcap
+(s = cap * tanh(s / cap)), then ALiBi (s -= slope * |i + shift - j|), then the interval mask;
+LSE in natural log; a row that sees no key gives out 0, LSE -inf and zero gradients; query head h
+reads kv head h // (heads_q // heads_kv).
+
+numpy_attention: plain NumPy (no torch), with the backward written out (CI runs it).
+torch_attention: the same in torch ops, any dtype; the tests differentiate it with autograd.
+"""
+
+import numpy as np
+
+
+def visible(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1)):
+    """(seqlen_q, seqlen_k) bool: which keys each query sees, and the diagonal shift."""
+    shift = seqlen_k - seqlen_q if causal_align == "bottom_right" else 0
+    left, right = window
+    if causal:
+        right = 0
+    i = np.arange(seqlen_q)[:, None] + shift  # the key on each row's diagonal
+    j = np.arange(seqlen_k)[None, :]
+    keep = np.ones((seqlen_q, seqlen_k), dtype=bool)
+    if left >= 0:
+        keep &= j >= i - left
+    if right >= 0:
+        keep &= j <= i + right
+    return keep, shift
+
+
+def _slopes(alibi_slopes, batch, heads):
+    if alibi_slopes is None:
+        return np.zeros((batch, heads))
+    a = np.asarray(alibi_slopes, dtype=np.float64)
+    return np.broadcast_to(a, (batch, heads)) if a.ndim == 1 else a
+
+
+def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
+                    causal_align="bottom_right", window=(-1, -1), softcap=0.0, alibi_slopes=None):  # fmt: skip
+    """Float64 forward (and backward when dout is given) on (batch, seqlen, heads, head_dim).
+
+    Returns a dict with out, lse and, with dout, dq, dk, dv (all float64)."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    group = hq // hkv
+    scale = d**-0.5 if softmax_scale is None else softmax_scale
+    keep, shift = visible(sq, sk, causal, causal_align, window)
+    # Heads first: (b, h, s, d); kv heads repeated for GQA.
+    qh = q.transpose(0, 2, 1, 3)
+    kh = np.repeat(k.transpose(0, 2, 1, 3), group, axis=1)
+    vh = np.repeat(v.transpose(0, 2, 1, 3), group, axis=1)
+    s = scale * qh @ kh.transpose(0, 1, 3, 2)
+    if softcap > 0:
+        t = np.tanh(s / softcap)
+        s = softcap * t
+    dist = np.abs(np.arange(sq)[:, None] + shift - np.arange(sk)[None, :])
+    s = s - _slopes(alibi_slopes, b, hq)[:, :, None, None] * dist
+    s = np.where(keep, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m_safe)  # exp(-inf) = 0 on masked keys
+    z = e.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.where(z > 0, np.log(z) + m_safe, -np.inf)
+        p = np.where(z > 0, e / z, 0.0)
+    oh = p @ vh
+    # "scale": the size of the terms each result sums, the unit of a correct implementation's
+    # rounding error even where the exact result cancels to 0 (dq of a row that sees one key).
+    res = {"out": oh.transpose(0, 2, 1, 3), "lse": lse[..., 0], "scale": {"out": np.abs(v).max()}}
+    if dout is None:
+        return res
+    doh = np.asarray(dout, dtype=np.float64).transpose(0, 2, 1, 3)
+    dvh = p.transpose(0, 1, 3, 2) @ doh
+    dp = doh @ vh.transpose(0, 1, 3, 2)
+    res["scale"].update(dq=scale * np.abs(dp).max() * np.abs(k).max(),
+                        dk=scale * np.abs(dp).max() * np.abs(q).max(), dv=np.abs(doh).max())
+    ds = p * (dp - (doh * oh).sum(axis=-1, keepdims=True))
+    if softcap > 0:
+        ds = ds * (1 - t * t)
+    dqh = scale * ds @ kh
+    dkh = scale * ds.transpose(0, 1, 3, 2) @ qh
+
+    def fold(x):  # (b, hq, s, d) -> (b, s, hkv, d): sum each GQA group
+        return x.reshape(b, hkv, group, x.shape[2], d).sum(axis=2).transpose(0, 2, 1, 3)
+
+    res.update(dq=dqh.transpose(0, 2, 1, 3), dk=fold(dkh), dv=fold(dvh))
+    return res
+
+
+def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="bottom_right",
+                    window=(-1, -1), softcap=0.0, alibi_slopes=None):  # fmt: skip
+    """numpy_attention's forward in torch ops, differentiable, in q's dtype. Returns (out, lse)."""
+    import torch
+
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = d**-0.5 if softmax_scale is None else softmax_scale
+    keep, shift = visible(sq, sk, causal, causal_align, window)
+    keep = torch.from_numpy(keep).to(q.device)
+    qh = q.transpose(1, 2)
+    kh = k.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    vh = v.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    s = scale * (qh @ kh.transpose(-1, -2))
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    if alibi_slopes is not None:
+        dist = torch.from_numpy(np.abs(np.arange(sq)[:, None] + shift - np.arange(sk)[None, :]))
+        slopes = alibi_slopes.to(s.dtype)
+        slopes = slopes.expand(b, hq) if slopes.dim() == 1 else slopes
+        s = s - slopes[:, :, None, None] * dist.to(s.device, s.dtype)
+    s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    # Rows with no visible key: softmax gives NaN; flashlab's contract is 0.
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    out = (p @ vh).transpose(1, 2)
+    return out, lse
+
+
+# Error floors in units of the tensor's scale (max |exact|): the part of the error a correct
+# implementation makes that the dtype-rounding baseline does not show (fp32 arithmetic, and
+# outputs whose baseline happens to be tiny). Values as in tests/test_cpu_flash.cpp.
+FLOOR = {"float32": 2e-5, "float16": 2e-4, "bfloat16": 1e-3}
+
+
+def check_close(name, got, exact, baseline, dtype_name, factor=2.0, scale=None):
+    """|got - exact| <= factor * |baseline - exact| + floor, in max norm; NaN never passes.
+
+    `baseline` is what an implementation of the same precision gets (exact rounded to the dtype,
+    or a low-precision reference); all three are float64 NumPy arrays. The floor is
+    FLOOR[dtype_name] times the larger of max |exact| and `scale` (the size of the summed terms)."""
+    got, exact, baseline = (np.asarray(x, dtype=np.float64) for x in (got, exact, baseline))
+    assert got.shape == exact.shape, f"{name}: shape {got.shape} != {exact.shape}"
+    finite = np.isfinite(exact)
+    # -inf LSE rows must match exactly; everything else must be finite.
+    assert np.array_equal(np.isfinite(got), finite), f"{name}: non-finite values differ from the reference"
+    assert np.all(got[~finite] == exact[~finite]), f"{name}: infinite values differ"
+    if not finite.any():
+        return
+    g, e, bl = got[finite], exact[finite], baseline[finite]
+    err = np.abs(g - e).max()
+    base = np.abs(bl - e).max()
+    unit = max(np.abs(e).max(), scale or 0.0, 1e-30) * FLOOR[dtype_name]
+    tol = factor * base + unit
+    assert err <= tol, f"{name}: max error {err:.3e} > tol {tol:.3e} (baseline {base:.3e}, floor {unit:.3e})"

@@ -1,0 +1,300 @@
+"""flashlab._core through NumPy on the CPU backends (runs in CI: no torch, no GPU).
+
+Every numeric check compares against the float64 reference in attention_reference.py, on inputs
+already rounded to the tested dtype, with a tolerance relative to the error of storing the exact
+result in that dtype. Outputs are poisoned with NaN before each call, so an element the library
+did not write fails the check.
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+
+import flashlab
+from flashlab import _core
+from attention_reference import check_close, numpy_attention
+
+DTYPES = {"float32": np.float32, "float16": np.float16}
+
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, options). Seqlens 1, 17, 113 and
+# seqlen_q != seqlen_k both ways; GQA/MQA; both causal alignments (bottom-right with
+# seqlen_q > seqlen_k leaves rows that see no key); window; softcap; ALiBi.
+CASES = [
+    (1, 1, 1, 1, 1, 32, {}),
+    (2, 17, 17, 4, 2, 64, {"causal": True}),
+    (1, 113, 17, 3, 1, 40, {"causal": True}),
+    (2, 17, 113, 6, 2, 64, {"causal": True, "causal_align": "top_left"}),
+    (1, 113, 113, 2, 2, 32, {"window": (16, 3)}),
+    (1, 17, 113, 2, 1, 128, {"window": (7, -1), "causal_align": "top_left"}),
+    (2, 17, 113, 4, 4, 64, {"softcap": 2.0, "softmax_scale": 0.5}),
+    (1, 113, 17, 4, 2, 32, {"alibi": True, "causal": True}),
+]
+
+
+def case_id(case):
+    b, sq, sk, hq, hkv, d, opts = case
+    return f"b{b}_q{sq}_k{sk}_h{hq}x{hkv}_d{d}_" + "_".join(f"{k}={v}" for k, v in opts.items())
+
+
+def make_inputs(rng, case, dtype):
+    b, sq, sk, hq, hkv, d, opts = case
+    q = rng.standard_normal((b, sq, hq, d)).astype(dtype)
+    k = rng.standard_normal((b, sk, hkv, d)).astype(dtype)
+    v = rng.standard_normal((b, sk, hkv, d)).astype(dtype)
+    opts = dict(opts)
+    if opts.pop("alibi", False):
+        opts["alibi_slopes"] = rng.uniform(0.05, 0.5, size=(b, hq)).astype(np.float32)
+    return q, k, v, opts
+
+
+def core_kwargs(opts):
+    """numpy_attention's options spelled for flashlab._core."""
+    kw = dict(opts)
+    left, right = kw.pop("window", (-1, -1))
+    return dict(kw, window_left=left, window_right=right)
+
+
+def run_forward_backward(q, k, v, dout, opts, impl):
+    b, sq, hq, _ = q.shape
+    out = np.full(q.shape, np.nan, dtype=q.dtype)
+    lse = np.full((b, hq, sq), np.nan, dtype=np.float32)
+    _core.forward(q, k, v, out, lse, impl=impl, **core_kwargs(opts))
+    dq, dk, dv = (np.full(x.shape, np.nan, dtype=x.dtype) for x in (q, k, v))
+    _core.backward(dout, q, k, v, out, lse, dq, dk, dv, impl=impl, **core_kwargs(opts))
+    return {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+
+
+# cpu_flash on every case; the reference backend (already the C++ suite's oracle) on two.
+RUNS = [(c, dt, "cpu_flash") for c in CASES for dt in DTYPES] + [
+    (c, dt, "reference") for c in CASES[1:3] for dt in DTYPES
+]
+
+
+@pytest.mark.parametrize("case, dtype, impl", RUNS, ids=[f"{case_id(c)}-{dt}-{i}" for c, dt, i in RUNS])
+def test_forward_backward_vs_float64(case, dtype, impl):
+    rng = np.random.default_rng(zlib.crc32(f"{case_id(case)}/{dtype}/{impl}".encode()))
+    q, k, v, opts = make_inputs(rng, case, DTYPES[dtype])
+    dout = rng.standard_normal(q.shape).astype(DTYPES[dtype])
+    got = run_forward_backward(q, k, v, dout, opts, impl)
+    exact = numpy_attention(q, k, v, dout, **opts)
+    for name in ("out", "dq", "dk", "dv"):
+        baseline = exact[name].astype(DTYPES[dtype])  # a perfect result, stored in the dtype
+        check_close(name, got[name], exact[name], baseline, dtype, scale=exact["scale"][name])
+    check_close("lse", got["lse"], exact["lse"], exact["lse"].astype(np.float32), "float32")
+
+
+def test_the_check_can_fail():
+    """A 1% error in one element, or one NaN, is caught in every dtype."""
+    rng = np.random.default_rng(0)
+    q, k, v, _ = make_inputs(rng, CASES[1], np.float32)
+    for dtype in DTYPES:
+        exact = numpy_attention(q, k, v)["out"]
+        baseline = exact.astype(DTYPES[dtype])
+        bad = baseline.astype(np.float64)
+        bad.flat[7] += 0.01 * np.abs(exact).max()
+        with pytest.raises(AssertionError, match="max error"):
+            check_close("out", bad, exact, baseline, dtype)
+        bad.flat[7] = np.nan
+        with pytest.raises(AssertionError, match="non-finite"):
+            check_close("out", bad, exact, baseline, dtype)
+
+
+def test_rows_without_keys_give_zero_and_minus_inf():
+    rng = np.random.default_rng(1)
+    q, k, v, _ = make_inputs(rng, (1, 9, 4, 2, 2, 32, {}), np.float32)
+    out, lse = flashlab.attention(q, k, v, causal=True)  # bottom-right: rows 0..4 see no key
+    assert np.all(out[:, :5] == 0.0)
+    assert np.all(lse[:, :, :5] == -np.inf)
+    assert np.all(np.isfinite(lse[:, :, 5:]))
+
+
+def test_attention_convenience_allocates_outputs():
+    rng = np.random.default_rng(2)
+    q, k, v, _ = make_inputs(rng, (2, 17, 113, 4, 2, 64, {}), np.float16)
+    out, lse = flashlab.attention(q, k, v)
+    assert out.dtype == np.float16 and out.shape == q.shape
+    assert lse.dtype == np.float32 and lse.shape == (2, 4, 17)
+    exact = numpy_attention(q, k, v)
+    check_close("out", out, exact["out"], exact["out"].astype(np.float16), "float16")
+    dout = rng.standard_normal(q.shape).astype(np.float16)
+    dq, dk, dv = flashlab.attention_backward(dout, q, k, v, out, lse)
+    exact = numpy_attention(q, k, v, dout)
+    check_close("dk", dk, exact["dk"], exact["dk"].astype(np.float16), "float16")
+
+
+def test_strided_views_are_used_in_place():
+    """Outer strides pass through unchanged: a head slice of a wider buffer needs no copy."""
+    rng = np.random.default_rng(3)
+    wide = rng.standard_normal((3, 2, 17, 6, 32)).astype(np.float32)
+    q, k, v = wide[0, :, :, 1:5], wide[1, :, :, 0:2], wide[2, :, :, 2:4]  # (2, 17, h, 32) views
+    q.flags.writeable = False  # read-only inputs are fine
+    got, lse = flashlab.attention(q, k, v, causal=True)
+    want, lse_want = flashlab.attention(*(np.ascontiguousarray(x) for x in (q, k, v)), causal=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(lse, lse_want)
+
+
+def test_varlen_matches_each_sequence():
+    rng = np.random.default_rng(4)
+    lens_q, lens_k = [5, 1, 17], [9, 17, 1]
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    hq, hkv, d = 4, 2, 32
+    q = rng.standard_normal((cu_q[-1], hq, d)).astype(np.float32)
+    k = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
+    v = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    opts = dict(causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=17, max_seqlen_k=17)
+    out, lse = flashlab.attention(q, k, v, **opts)
+    assert lse.shape == (hq, cu_q[-1])
+    dq, dk, dv = flashlab.attention_backward(dout, q, k, v, out, lse, **opts)
+    for b in range(3):
+        sq, sk = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        ex = numpy_attention(q[None, sq], k[None, sk], v[None, sk], dout[None, sq], causal=True)
+        for name, got in (("out", out[sq]), ("dq", dq[sq]), ("dk", dk[sk]), ("dv", dv[sk])):
+            check_close(f"seq{b}.{name}", got[None], ex[name], ex[name].astype(np.float32), "float32",
+                        scale=ex["scale"][name])
+        check_close(f"seq{b}.lse", lse[:, sq][None], ex["lse"], ex["lse"].astype(np.float32), "float32")
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout: the same seed and offset give the same mask in forward and backward, on every backend
+# ---------------------------------------------------------------------------------------------
+def dropout_problem(seed=5):
+    rng = np.random.default_rng(seed)
+    q, k, v, _ = make_inputs(rng, (1, 17, 23, 2, 1, 32, {}), np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    return q, k, v, dout
+
+
+def test_dropout_is_deterministic_and_seeded():
+    q, k, v, _ = dropout_problem()
+    a, lse_a = flashlab.attention(q, k, v, dropout_p=0.3, dropout_seed=7)
+    b, lse_b = flashlab.attention(q, k, v, dropout_p=0.3, dropout_seed=7)
+    c, _ = flashlab.attention(q, k, v, dropout_p=0.3, dropout_seed=8)
+    d, _ = flashlab.attention(q, k, v, dropout_p=0.3, dropout_seed=7, dropout_offset=1)
+    plain, lse_plain = flashlab.attention(q, k, v)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c) and not np.allclose(a, d)
+    np.testing.assert_allclose(lse_a, lse_plain, rtol=1e-6)  # LSE is of the undropped softmax
+
+
+def test_dropout_same_mask_on_both_backends():
+    q, k, v, dout = dropout_problem()
+    opts = dict(dropout_p=0.25, dropout_seed=11, dropout_offset=3)
+    ref = run_forward_backward(q, k, v, dout, opts, "reference")
+    fa2 = run_forward_backward(q, k, v, dout, opts, "cpu_flash")
+    for name in ("out", "dq", "dk", "dv"):
+        scale = np.abs(ref[name]).max()
+        np.testing.assert_allclose(fa2[name], ref[name], rtol=1e-4, atol=1e-5 * scale, err_msg=name)
+
+
+def test_dropout_backward_is_the_derivative_of_the_forward():
+    """Directional finite differences of L = sum(out * dout): the backward used the forward's mask."""
+    q, k, v, dout = dropout_problem(6)
+    opts = dict(dropout_p=0.2, dropout_seed=3, impl="reference")
+    out, lse = flashlab.attention(q, k, v, **opts)
+    grads = dict(zip("qkv", flashlab.attention_backward(dout, q, k, v, out, lse, **opts)))
+    rng = np.random.default_rng(7)
+    eps = 1e-2
+    for name in "qkv":
+        args = {"q": q, "k": k, "v": v}
+        u = rng.standard_normal(args[name].shape).astype(np.float32)
+
+        def loss(sign):
+            moved = dict(args, **{name: (args[name] + sign * eps * u).astype(np.float32)})
+            o, _ = flashlab.attention(moved["q"], moved["k"], moved["v"], **opts)
+            return float(np.sum(o.astype(np.float64) * dout))
+
+        numeric = (loss(+1) - loss(-1)) / (2 * eps)
+        analytic = float(np.sum(grads[name].astype(np.float64) * u))
+        assert abs(numeric - analytic) <= 2e-3 * max(1.0, abs(analytic)), (name, numeric, analytic)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: the Status message arrives as a Python exception, and no output is written
+# ---------------------------------------------------------------------------------------------
+def poisoned_call(q, k, v, out_shape=None, lse_shape=None, **kw):
+    out = np.full(out_shape or q.shape, np.nan, dtype=q.dtype)
+    b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
+    lse = np.full(lse_shape or (b, hq, sq), np.nan, dtype=np.float32)
+    try:
+        _core.forward(q, k, v, out, lse, **kw)
+    finally:
+        assert np.isnan(out).all() and np.isnan(lse).all(), "a refused call wrote output"
+
+
+def qkv(hq=4, hkv=2, d=32, dtype=np.float32, sq=17, sk=17):
+    rng = np.random.default_rng(8)
+    return (rng.standard_normal((2, s, h, d)).astype(dtype) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+
+
+def test_error_heads_not_divisible():
+    q, k, v = qkv(hq=4, hkv=3)
+    with pytest.raises(flashlab.FlashlabError, match=r"heads_q \(4\) must be a multiple of heads_kv \(3\)") as e:
+        poisoned_call(q, k, v)
+    assert isinstance(e.value, ValueError) and e.value.code == "invalid_argument"
+
+
+def test_error_last_dim_not_contiguous():
+    q, k, v = qkv(d=64)
+    with pytest.raises(flashlab.FlashlabError, match=r"q.dim_stride \(2\) must be 1"):
+        poisoned_call(q[..., ::2], k[..., ::2], v[..., ::2])
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda q, k, v: (q, k.astype(np.float16), v.astype(np.float16)), r"q, k, v must have one dtype"),
+        (lambda q, k, v: (q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)),
+         r"q.dtype \(float64\) is not supported"),
+        (lambda q, k, v: (q, k, v[:, :5]), r"v.shape\[1\] \(size\) = 5 must equal k.shape\[1\] = 17"),
+        (lambda q, k, v: (q, k[..., :16], v[..., :16]), r"k.shape\[3\] \(head_dim\) = 16 must equal q.shape\[3\] = 32"),
+        (lambda q, k, v: (q[0], k[0], v[0]), r"q has 3 dimensions .* expected 4"),
+    ],
+    ids=["dtype_mix", "float64", "kv_seqlen", "head_dim", "ndim"],
+)
+def test_error_shapes_and_dtypes(mutate, message):
+    q, k, v = mutate(*qkv())
+    with pytest.raises(flashlab.FlashlabError, match=message):
+        poisoned_call(q, k, v)
+
+
+def test_error_output_shapes():
+    q, k, v = qkv()
+    with pytest.raises(flashlab.FlashlabError, match=r"out.shape \(2, 17, 4, 16\) must equal q.shape"):
+        poisoned_call(q, k, v, out_shape=(2, 17, 4, 16))
+    with pytest.raises(flashlab.FlashlabError, match=r"lse.shape \(2, 17, 4\) must be \(batch, heads_q, seqlen_q\)"):
+        poisoned_call(q, k, v, lse_shape=(2, 17, 4))
+
+
+def test_error_options():
+    q, k, v = qkv()
+    with pytest.raises(flashlab.FlashlabError, match="causal_align"):
+        poisoned_call(q, k, v, causal_align="middle")
+    with pytest.raises(flashlab.FlashlabError, match=r"dropout_p \(1\) must be in \[0, 1\)"):
+        poisoned_call(q, k, v, dropout_p=1.0)
+    with pytest.raises(flashlab.FlashlabError, match="impl"):
+        poisoned_call(q, k, v, impl="no_such_impl")
+
+
+def test_error_cuda_impl_on_cpu_is_unsupported():
+    q, k, v = qkv()
+    with pytest.raises(flashlab.UnsupportedError, match="learn_v4") as e:
+        poisoned_call(q, k, v, impl="learn_v4")
+    assert e.value.code == "unsupported"
+
+
+def test_error_varlen_offsets_past_the_tensor():
+    q, k, v = (x[0] for x in qkv())  # (17, heads, 32) packed
+    cu = np.array([0, 10, 20], dtype=np.int32)
+    with pytest.raises(flashlab.FlashlabError, match=r"cu_seqlens_q\[-1\] \(20\) exceeds q.shape\[0\] \(17"):
+        poisoned_call(q, k, v, lse_shape=(4, 17), cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=10, max_seqlen_k=10)
+
+
+def test_implementations_and_build_info():
+    names = {i["name"] for i in flashlab.implementations()}
+    assert {"reference", "cpu_flash"} <= names
+    info = flashlab.build_info()
+    assert info["version"] == flashlab.__version__
