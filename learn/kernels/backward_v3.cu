@@ -91,14 +91,14 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
         uint32_t ak[4], av[4];
-        mma::ldsm_x4(ak, mma::smem_addr(&sm.k[warp * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]));
-        mma::ldsm_x4(av, mma::smem_addr(&sm.v[warp * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]));
+        mma::ldmatrix_x4(ak, &sm.k[warp * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]);
+        mma::ldmatrix_x4(av, &sm.v[warp * 16 + (lane & 15)][kk * 16 + (lane >> 4) * 8]);
 #pragma unroll
         for (int np = 0; np < kBlockM / 16; ++np) {  // two 8-column tiles per ldmatrix.x4
           const int row = np * 16 + (lane & 7) + (lane >> 4) * 8, col = kk * 16 + ((lane >> 3) & 1) * 8;
           uint32_t bq[4], bo[4];
-          mma::ldsm_x4(bq, mma::smem_addr(&sm.q[row][col]));
-          mma::ldsm_x4(bo, mma::smem_addr(&sm.dout[row][col]));
+          mma::ldmatrix_x4(bq, &sm.q[row][col]);
+          mma::ldmatrix_x4(bo, &sm.dout[row][col]);
           mma::mma_16816<T>(s[2 * np], ak, bq[0], bq[1]);
           mma::mma_16816<T>(s[2 * np + 1], ak, bq[2], bq[3]);
           mma::mma_16816<T>(dp[2 * np], av, bo[0], bo[1]);
@@ -130,8 +130,8 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
         for (int dn = 0; dn < HD / 16; ++dn) {
           const int row = kk * 16 + (lane & 15), col = dn * 16 + (lane >> 4) * 8;
           uint32_t bo[4], bq[4];
-          mma::ldsm_x4_trans(bo, mma::smem_addr(&sm.dout[row][col]));
-          mma::ldsm_x4_trans(bq, mma::smem_addr(&sm.q[row][col]));
+          mma::ldmatrix_x4_trans(bo, &sm.dout[row][col]);
+          mma::ldmatrix_x4_trans(bq, &sm.q[row][col]);
           mma::mma_16816<T>(dv[2 * dn], ap, bo[0], bo[1]);
           mma::mma_16816<T>(dv[2 * dn + 1], ap, bo[2], bo[3]);
           mma::mma_16816<T>(dk[2 * dn], ads, bq[0], bq[1]);
@@ -143,8 +143,8 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
 #pragma unroll
       for (int nt = 0; nt < kBlockM / 8; ++nt) {
         const int jl = warp * 16 + g, il = nt * 8 + 2 * t;
-        *reinterpret_cast<uint32_t*>(&sm.dst[jl][il]) = mma::pack<T>(dp[nt][0], dp[nt][1]);
-        *reinterpret_cast<uint32_t*>(&sm.dst[jl + 8][il]) = mma::pack<T>(dp[nt][2], dp[nt][3]);
+        *reinterpret_cast<uint32_t*>(&sm.dst[jl][il]) = mma::pack2<T>(dp[nt][0], dp[nt][1]);
+        *reinterpret_cast<uint32_t*>(&sm.dst[jl + 8][il]) = mma::pack2<T>(dp[nt][2], dp[nt][3]);
       }
       __syncthreads();
 
@@ -154,12 +154,12 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         uint32_t ads[4];
-        mma::ldsm_x4_trans(ads, mma::smem_addr(&sm.dst[kk * 16 + (lane & 7) + (lane >> 4) * 8]
-                                                      [warp * 16 + ((lane >> 3) & 1) * 8]));
+        mma::ldmatrix_x4_trans(ads, &sm.dst[kk * 16 + (lane & 7) + (lane >> 4) * 8]
+                                           [warp * 16 + ((lane >> 3) & 1) * 8]);
 #pragma unroll
         for (int dn = 0; dn < HD / 16; ++dn) {
           uint32_t bk[4];
-          mma::ldsm_x4_trans(bk, mma::smem_addr(&sm.k[kk * 16 + (lane & 15)][dn * 16 + (lane >> 4) * 8]));
+          mma::ldmatrix_x4_trans(bk, &sm.k[kk * 16 + (lane & 15)][dn * 16 + (lane >> 4) * 8]);
           mma::mma_16816<T>(dq[2 * dn], ads, bk[0], bk[1]);
           mma::mma_16816<T>(dq[2 * dn + 1], ads, bk[2], bk[3]);
         }
@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
 #pragma unroll
     for (int nt = 0; nt < HD / 8; ++nt) {
       const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
-      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
+      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack2<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
+      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack2<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
     }
   }
 }

@@ -62,7 +62,7 @@ __device__ void load_tile_async(T* dst, const void* base, const Strides& st, int
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool in = row0 + r < rows;
     const T* from = in ? src + elem_index(st, b, row0 + r, h) + col : src;
-    mma::cp_async_16(mma::smem_addr(dst + swz<HD>(r, col)), from, in ? 16 : 0);
+    mma::cp_async_16(dst + swz<HD>(r, col), from, in);
   }
 }
 
@@ -76,7 +76,7 @@ __device__ void load_query_block(SmemV4<T, HD>& sm, int stage, const BwdArgs& a,
     const int c = threadIdx.x % kStatChunks;
     const float* src = (threadIdx.x < kStatChunks ? a.lse2 : a.dvec) + row_stat_index(a, b, h, i0) + 4 * c;
     float* dst = (threadIdx.x < kStatChunks ? sm.lse2[stage] : sm.d[stage]) + 4 * c;
-    mma::cp_async_16(mma::smem_addr(dst), src, 16);
+    mma::cp_async_16(dst, src, true);
   }
 }
 
@@ -137,14 +137,14 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
     for (int kk = 0; kk < HD / 16; ++kk) {
       uint32_t ak[4], av[4];
       const int ar = warp * 16 + (lane & 15), ac = kk * 16 + (lane >> 4) * 8;
-      mma::ldsm_x4(ak, mma::smem_addr(sm.k + swz<HD>(ar, ac)));
-      mma::ldsm_x4(av, mma::smem_addr(sm.v + swz<HD>(ar, ac)));
+      mma::ldmatrix_x4(ak, sm.k + swz<HD>(ar, ac));
+      mma::ldmatrix_x4(av, sm.v + swz<HD>(ar, ac));
 #pragma unroll
       for (int np = 0; np < kBlockM / 16; ++np) {
         const int row = np * 16 + (lane & 7) + (lane >> 4) * 8, col = kk * 16 + ((lane >> 3) & 1) * 8;
         uint32_t bq[4], bo[4];
-        mma::ldsm_x4(bq, mma::smem_addr(q + swz<HD>(row, col)));
-        mma::ldsm_x4(bo, mma::smem_addr(dout + swz<HD>(row, col)));
+        mma::ldmatrix_x4(bq, q + swz<HD>(row, col));
+        mma::ldmatrix_x4(bo, dout + swz<HD>(row, col));
         mma::mma_16816<T>(s[2 * np], ak, bq[0], bq[1]);
         mma::mma_16816<T>(s[2 * np + 1], ak, bq[2], bq[3]);
         mma::mma_16816<T>(dp[2 * np], av, bo[0], bo[1]);
@@ -181,8 +181,8 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
       for (int dn = 0; dn < HD / 16; ++dn) {
         const int row = kk * 16 + (lane & 15), col = dn * 16 + (lane >> 4) * 8;
         uint32_t bo[4], bq[4];
-        mma::ldsm_x4_trans(bo, mma::smem_addr(dout + swz<HD>(row, col)));
-        mma::ldsm_x4_trans(bq, mma::smem_addr(q + swz<HD>(row, col)));
+        mma::ldmatrix_x4_trans(bo, dout + swz<HD>(row, col));
+        mma::ldmatrix_x4_trans(bq, q + swz<HD>(row, col));
         mma::mma_16816<T>(dv[2 * dn], ap, bo[0], bo[1]);
         mma::mma_16816<T>(dv[2 * dn + 1], ap, bo[2], bo[3]);
         mma::mma_16816<T>(dk[2 * dn], ads, bq[0], bq[1]);
@@ -194,8 +194,8 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
 #pragma unroll
     for (int nt = 0; nt < kBlockM / 8; ++nt) {
       const int jl = warp * 16 + g, il = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(sm.dst + swz<kBlockM>(jl, il)) = mma::pack<T>(dp[nt][0], dp[nt][1]);
-      *reinterpret_cast<uint32_t*>(sm.dst + swz<kBlockM>(jl + 8, il)) = mma::pack<T>(dp[nt][2], dp[nt][3]);
+      *reinterpret_cast<uint32_t*>(sm.dst + swz<kBlockM>(jl, il)) = mma::pack2<T>(dp[nt][0], dp[nt][1]);
+      *reinterpret_cast<uint32_t*>(sm.dst + swz<kBlockM>(jl + 8, il)) = mma::pack2<T>(dp[nt][2], dp[nt][3]);
     }
     __syncthreads();
 
@@ -206,13 +206,13 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       uint32_t ads[4];
-      mma::ldsm_x4_trans(ads, mma::smem_addr(sm.dst + swz<kBlockM>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
-                                                                   wm * 16 + ((lane >> 3) & 1) * 8)));
+      mma::ldmatrix_x4_trans(ads, sm.dst + swz<kBlockM>(kk * 16 + (lane & 7) + (lane >> 4) * 8,
+                                                        wm * 16 + ((lane >> 3) & 1) * 8));
 #pragma unroll
       for (int dn = 0; dn < kDqCols / 16; ++dn) {
         uint32_t bk[4];
-        mma::ldsm_x4_trans(bk, mma::smem_addr(sm.k + swz<HD>(kk * 16 + (lane & 15),
-                                                             wn * kDqCols + dn * 16 + (lane >> 4) * 8)));
+        mma::ldmatrix_x4_trans(bk, sm.k + swz<HD>(kk * 16 + (lane & 15),
+                                                  wn * kDqCols + dn * 16 + (lane >> 4) * 8));
         mma::mma_16816<T>(dq[2 * dn], ads, bk[0], bk[1]);
         mma::mma_16816<T>(dq[2 * dn + 1], ads, bk[2], bk[3]);
       }
@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
 #pragma unroll
     for (int nt = 0; nt < HD / 8; ++nt) {
       const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
-      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
+      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack2<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
+      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack2<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
     }
   }
 }

@@ -13,12 +13,14 @@
 // ldmatrix.x4 loads four 8×8 16-bit matrices from shared memory in that fragment layout; lanes
 // 8m..8m+7 give the row addresses of matrix m. The .trans form transposes each matrix on the way,
 // which turns row-major V (keys × dims) into the B operand of P·V.
+//
+// The forward (v3, v4) and backward (v3, v4, through kernels/backward_mma.cuh) kernels share these
+// wrappers: each instruction is written down once.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
+
+#include "kernels/common.cuh"
 
 namespace flashlab {
 namespace learn {
@@ -59,18 +61,11 @@ __device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two fp32 values as one register of two 16-bit values (low half = first).
+// Two fp32 values as one register of two 16-bit values (low half = first, the lower column).
 template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const typename ElemTraits<T>::Pair v = ElemTraits<T>::pack(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // 2^x in one MUFU.EX2 (exp2f adds range handling we do not need: x <= 0 or -inf here).
