@@ -110,9 +110,12 @@ def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="
         slopes = slopes.expand(b, hq) if slopes.dim() == 1 else slopes
         s = s - slopes[:, :, None, None] * dist.to(s.device, s.dtype)
     s = s.masked_fill(~keep, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    # Rows with no visible key: softmax gives NaN; flashlab's contract is 0.
-    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    # A row with no visible key would give NaN (softmax of all -inf) and NaN gradients; flashlab's
+    # contract is out 0, LSE -inf, gradients 0. So such rows get finite dummy scores, then P = 0.
+    has_key = keep.any(dim=-1, keepdim=True)
+    s = torch.where(has_key, s, torch.zeros_like(s))
+    lse = torch.logsumexp(s, dim=-1).masked_fill(~has_key[..., 0], float("-inf"))
+    p = torch.softmax(s, dim=-1) * has_key
     out = (p @ vh).transpose(1, 2)
     return out, lse
 
@@ -143,3 +146,18 @@ def check_close(name, got, exact, baseline, dtype_name, factor=2.0, scale=None):
     unit = max(np.abs(e).max(), scale or 0.0, 1e-30) * FLOOR[dtype_name]
     tol = factor * base + unit
     assert err <= tol, f"{name}: max error {err:.3e} > tol {tol:.3e} (baseline {base:.3e}, floor {unit:.3e})"
+
+
+def torch_term_scales(q, k, v, dout, softmax_scale=None):
+    """numpy_attention's "scale" entries for torch tensors (any device; computed in float64)."""
+    q, k, v, dout = (x.detach().double() for x in (q, k, v, dout))
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    vh = v.transpose(1, 2).repeat_interleave(q.shape[2] // k.shape[2], dim=1)
+    dp = (dout.transpose(1, 2) @ vh.transpose(-1, -2)).abs().max().item()
+    return {"out": v.abs().max().item(), "dq": scale * dp * k.abs().max().item(),
+            "dk": scale * dp * q.abs().max().item(), "dv": dout.abs().max().item()}  # fmt: skip
+
+
+def to_numpy(t):
+    """float64 NumPy copy of a torch tensor (any dtype, any device)."""
+    return t.detach().double().cpu().numpy()

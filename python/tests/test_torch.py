@@ -1,0 +1,292 @@
+"""flashlab.torch: the custom ops, autograd, torch.compile and CUDA graphs.
+
+CPU tests run wherever torch is installed; CUDA tests need a GPU and a CUDA build of libflashlab
+(python/run_gpu.sh runs them on the lent H100). References: torch autograd on float64 copies of
+the inputs (exact), and for the tolerance a same-precision baseline: the exact result rounded to
+the dtype on the CPU (cpu_flash computes in fp32), PyTorch SDPA in the dtype on CUDA where its
+semantics match, else the reference evaluated in the dtype (flash-attn's test convention).
+"""
+
+import zlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flashlab  # noqa: E402
+import flashlab.torch as fl  # noqa: E402
+from attention_reference import check_close, to_numpy, torch_attention, torch_term_scales  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available() and flashlab.build_info()["cuda_compiled"]
+cuda_only = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device and a CUDA build of libflashlab")
+NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def inputs(shape, dtype, device, seed):
+    """Fresh random q, k, v, dout (leaf tensors needing grad), never zeros."""
+    b, sq, sk, hq, hkv, d = shape
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def randn(*s):
+        return torch.randn(*s, generator=g).to(device=device, dtype=dtype)
+
+    q, k, v = randn(b, sq, hq, d), randn(b, sk, hkv, d), randn(b, sk, hkv, d)
+    dout = randn(b, sq, hq, d)
+    return [x.requires_grad_() for x in (q, k, v)] + [dout]
+
+
+def forward_backward(fn, q, k, v, dout, **opts):
+    """out, lse and the three gradients of sum(out * dout) through `fn` (autograd)."""
+    q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    out, lse = fn(q, k, v, **opts)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+    return {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+
+
+def flashlab_fn(q, k, v, **opts):
+    return fl.attention(q, k, v, return_lse=True, **opts)
+
+
+def exact(q, k, v, dout, **opts):
+    """Float64 reference on q's device (so that long sequences stay fast on the GPU)."""
+    q64, k64, v64, d64 = (x.detach().double() for x in (q, k, v, dout))
+    return forward_backward(torch_attention, q64, k64, v64, d64, **opts)
+
+
+def check_all(got, want, base, dtype, scales, names=("out", "dq", "dk", "dv"), factor=2.0):
+    for name in names:
+        check_close(name, to_numpy(got[name]), to_numpy(want[name]), to_numpy(base[name]), NAMES[dtype],
+                    factor=factor, scale=scales[name])
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU
+# ---------------------------------------------------------------------------------------------
+CPU_CASES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim), options
+    ((1, 1, 1, 1, 1, 32), {}),
+    ((2, 17, 113, 4, 2, 64), {"causal": True}),
+    ((1, 113, 17, 6, 2, 40), {"causal": True}),  # rows that see no key
+    ((2, 17, 17, 2, 1, 64), {"causal": True, "causal_align": "top_left"}),
+    ((1, 113, 113, 4, 4, 32), {"window": (9, 2), "softcap": 3.0}),
+    ((2, 17, 113, 4, 2, 64), {"alibi": True, "softmax_scale": 0.3}),
+]
+
+
+def case_opts(case, device):
+    shape, opts = case
+    opts = dict(opts)
+    if opts.pop("alibi", False):
+        g = torch.Generator().manual_seed(1)
+        opts["alibi_slopes"] = (torch.rand(shape[0], shape[3], generator=g) * 0.5 + 0.05).to(device)
+    return opts
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: "x".join(map(str, c[0])) + str(c[1]))
+def test_cpu_vs_float64(case, dtype):
+    q, k, v, dout = inputs(case[0], dtype, "cpu", seed=zlib.crc32(str(case).encode()))
+    opts = case_opts(case, "cpu")
+    got = forward_backward(flashlab_fn, q, k, v, dout, **opts)
+    want = exact(q, k, v, dout, **opts)
+    base = {n: want[n].to(dtype) for n in want}  # a perfect result stored in the dtype
+    check_all(got, want, base, dtype, torch_term_scales(q, k, v, dout, opts.get("softmax_scale")))
+    check_close("lse", to_numpy(got["lse"]), to_numpy(want["lse"]), to_numpy(want["lse"].float()), "float32")
+    assert got["out"].dtype == dtype and got["lse"].dtype == torch.float32
+
+
+def test_references_agree():
+    """The torch reference (used with autograd here) matches the hand-written NumPy one."""
+    from attention_reference import numpy_attention
+
+    q, k, v, dout = inputs((2, 17, 23, 4, 2, 32), torch.float64, "cpu", seed=3)
+    opts = {"causal": True, "softcap": 2.0, "window": (5, -1)}
+    t = forward_backward(torch_attention, q, k, v, dout, **opts)
+    n = numpy_attention(*(to_numpy(x) for x in (q, k, v, dout)), **opts)
+    for name in ("out", "lse", "dq", "dk", "dv"):
+        torch.testing.assert_close(t[name], torch.from_numpy(n[name]), rtol=1e-10, atol=1e-12)
+
+
+def test_cpu_noncontiguous_inputs():
+    """Views with arbitrary outer strides (here heads-major storage) give the contiguous result."""
+    q, k, v, dout = inputs((2, 17, 23, 4, 2, 32), torch.float32, "cpu", seed=4)
+    qt, kt, vt = (x.detach().transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v))
+    assert not qt.is_contiguous()
+    got = forward_backward(flashlab_fn, qt, kt, vt, dout, causal=True)
+    want = forward_backward(flashlab_fn, q, k, v, dout, causal=True)
+    for name in got:
+        torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
+
+
+def test_cpu_dropout_seeded_by_torch_generator():
+    q, k, v, dout = inputs((1, 17, 23, 2, 1, 32), torch.float32, "cpu", seed=5)
+    torch.manual_seed(0)
+    a = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3)
+    torch.manual_seed(0)
+    b = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3)
+    c = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3)  # next seed
+    gen = torch.Generator().manual_seed(0)
+    d = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3, generator=gen)
+    for name in ("out", "dq", "dk", "dv"):
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+        torch.testing.assert_close(a[name], d[name], rtol=0, atol=0)
+    assert not torch.allclose(a["out"], c["out"])
+    # Backends agree on the mask, forward and backward (the reference impl is the oracle).
+    torch.manual_seed(1)
+    fa2 = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3, impl="cpu_flash")
+    torch.manual_seed(1)
+    ref = forward_backward(flashlab_fn, q, k, v, dout, dropout_p=0.3, impl="reference")
+    for name in ("out", "dq", "dk", "dv"):
+        torch.testing.assert_close(fa2[name], ref[name], rtol=1e-4, atol=1e-5)
+
+
+def test_cpu_lse_is_not_differentiable_and_errors_surface():
+    q, k, v, _ = inputs((1, 17, 17, 4, 2, 32), torch.float32, "cpu", seed=6)
+    out, lse = fl.attention(q, k, v, return_lse=True)
+    assert out.requires_grad and not lse.requires_grad
+    k3 = torch.randn(1, 17, 3, 32)
+    with pytest.raises(flashlab.FlashlabError, match=r"heads_q \(4\) must be a multiple of heads_kv \(3\)"):
+        fl.attention(q, k3, k3)
+    with pytest.raises(flashlab.FlashlabError, match="must have one dtype"):
+        fl.attention(q, k.half(), v.half())
+
+
+def test_opcheck():
+    """torch.library.opcheck: schema, fake (meta) kernels, autograd registration, AOT dispatch."""
+    q, k, v, dout = inputs((2, 17, 23, 4, 2, 32), torch.float32, "cpu", seed=7)
+    args = (q, k, v, None, None, 0, 0, None, None, None, True, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
+    torch.library.opcheck(torch.ops.flashlab.fwd.default, args)
+    out, lse = torch.ops.flashlab.fwd(*args)
+    bwd_args = (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse) + args[3:]
+    torch.library.opcheck(torch.ops.flashlab.bwd.default, bwd_args)
+
+
+def compile_check(device, dtype, atol):
+    q, k, v, dout = inputs((2, 113, 113, 4, 2, 64), dtype, device, seed=8)
+    torch._dynamo.reset()
+    compiled = torch.compile(flashlab_fn, fullgraph=True)  # raises on any graph break
+    eager = forward_backward(flashlab_fn, q, k, v, dout, causal=True, deterministic=True)
+    got = forward_backward(compiled, q, k, v, dout, causal=True, deterministic=True)
+    for name in eager:
+        torch.testing.assert_close(got[name], eager[name], rtol=0, atol=atol)
+
+
+def test_cpu_compile_fullgraph():
+    compile_check("cpu", torch.float32, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA (learn_v4 today: bf16/fp16, head_dim 64/128, plain, causal bottom-right, GQA)
+# ---------------------------------------------------------------------------------------------
+CUDA_SHAPES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv), causal
+    ((1, 1, 1, 1, 1), False),
+    ((2, 17, 17, 4, 2), True),
+    ((1, 113, 203, 6, 2), True),
+    ((2, 203, 113, 4, 4), True),  # seqlen_q > seqlen_k: rows that see no key
+    ((1, 1023, 1023, 8, 1), True),
+    ((1, 512, 1500, 8, 2), False),
+    ((1, 4224, 4224, 4, 4), False),
+]
+
+
+def sdpa_applies(q, k, causal):
+    """SDPA's is_causal mask is top-left: the same as flashlab's bottom-right only when square."""
+    return not causal or q.shape[1] == k.shape[1]
+
+
+def sdpa(q, k, v, causal):
+    """SDPA in the inputs' dtype, (batch, seqlen, heads, dim) in and out; returns (out, None)."""
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal,
+        enable_gqa=q.shape[2] != k.shape[2])  # fmt: skip
+    return out.transpose(1, 2), None
+
+
+@cuda_only
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("case", CUDA_SHAPES, ids=lambda c: "x".join(map(str, c[0])) + ("_causal" if c[1] else ""))
+def test_cuda_vs_float64_and_sdpa(case, dtype, head_dim):
+    (b, sq, sk, hq, hkv), causal = case
+    q, k, v, dout = inputs((b, sq, sk, hq, hkv, head_dim), dtype, "cuda", seed=sq * 7 + sk + head_dim)
+    got = forward_backward(flashlab_fn, q, k, v, dout, causal=causal)
+    want = exact(q, k, v, dout, causal=causal)
+    scales = torch_term_scales(q, k, v, dout)
+    # Baseline 1: the reference evaluated in the dtype (flash-attn's tests use the same).
+    low = forward_backward(torch_attention, q, k, v, dout, causal=causal)
+    check_all(got, want, low, dtype, scales)
+    score_scale = head_dim**-0.5 * q.abs().max().item() * k.abs().max().item()  # LSE's error unit
+    check_close("lse", to_numpy(got["lse"]), to_numpy(want["lse"]), to_numpy(want["lse"].float()), "float32",
+                scale=score_scale)
+    # Baseline 2: PyTorch SDPA in the dtype, where its mask is the same.
+    if sdpa_applies(q, k, causal):
+        peer = forward_backward(lambda q, k, v, **o: sdpa(q, k, v, causal), q, k, v, dout)
+        check_all(got, want, peer, dtype, scales)
+
+
+@cuda_only
+def test_cuda_compile_fullgraph():
+    compile_check("cuda", torch.bfloat16, atol=0)
+
+
+@cuda_only
+def test_cuda_graph_capture_and_replay():
+    """Forward + backward captured in one CUDA graph; replays on new data match eager calls."""
+    q, k, v, dout = inputs((2, 203, 203, 8, 2, 128), torch.bfloat16, "cuda", seed=9)
+    opts = dict(causal=True, deterministic=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the graph (allocator pools, lazy init)
+        for _ in range(2):
+            out = fl.attention(q, k, v, **opts)
+            out.backward(dout)
+    torch.cuda.current_stream().wait_stream(side)
+    for x in (q, k, v):
+        x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fl.attention(q, k, v, **opts)
+        out.backward(dout)
+    for seed in (10, 11):
+        fresh = inputs((2, 203, 203, 8, 2, 128), torch.bfloat16, "cuda", seed=seed)
+        with torch.no_grad():
+            for static, new in zip((q, k, v, dout), fresh):
+                static.copy_(new)
+        graph.replay()
+        want = forward_backward(flashlab_fn, q, k, v, dout, **opts)
+        torch.cuda.synchronize()
+        for name, got in (("out", out), ("dq", q.grad), ("dk", k.grad), ("dv", v.grad)):
+            torch.testing.assert_close(got, want[name], rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+
+
+@cuda_only
+def test_cuda_side_stream():
+    q, k, v, dout = inputs((2, 113, 113, 4, 2, 64), torch.float16, "cuda", seed=12)
+    want = forward_backward(flashlab_fn, q, k, v, dout, causal=True, deterministic=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = forward_backward(flashlab_fn, q, k, v, dout, causal=True, deterministic=True)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
+
+
+@cuda_only
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"softcap": 5.0}, "softcap is not supported by impl learn_v4"),
+        ({"window": (32, 0)}, "sliding window is not supported"),
+        ({"dropout_p": 0.1}, "dropout is not supported"),
+        ({"head_dim": 96}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
+        ({"dtype": torch.float32}, "dtype fp32 is not supported by impl learn_v4"),
+    ],
+    ids=["softcap", "window", "dropout", "head_dim", "fp32"],
+)
+def test_cuda_unsupported_features_raise(change, message):
+    change = dict(change)
+    d, dtype = change.pop("head_dim", 64), change.pop("dtype", torch.bfloat16)
+    q, k, v, _ = inputs((1, 17, 17, 2, 2, d), dtype, "cuda", seed=13)
+    with pytest.raises(flashlab.UnsupportedError, match=message):
+        fl.attention(q, k, v, causal=True, **change)
