@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 CUTLASS_VERSION=4.2.0.0   # newest nvidia-cutlass release; builds with nvcc 13.0
 APT_PACKAGES=(cmake g++ make libgtest-dev libopenblas-dev python3-venv)
-PY_PACKAGES=(numpy==2.2.6 pytest==8.4.2)
+PY_PACKAGES=(numpy==2.2.6 pytest==8.4.2 nanobind==2.9.2 scikit-build-core==0.11.6)  # last two: python/
 
 log() { printf '[setup] %s\n' "$*"; }
 
@@ -33,7 +33,7 @@ if [ ! -x .venv/bin/python ]; then
   log "creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, pytest" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import numpy, pytest, nanobind, scikit_build_core" >/dev/null 2>&1; then
   log "installing Python packages: ${PY_PACKAGES[*]}"
   .venv/bin/python -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 else

@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# tools/test.sh — set up, build, and run the whole test suite with CTest.
+# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+
+# The Python package (python/), built against ./build with .venv's Python (scikit-build-core and
+# nanobind from .venv, no torch), then its tests: the NumPy CPU path runs here; torch and GPU tests
+# skip themselves. pytest's exit code 5 (no tests collected) is not a failure.
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps ./python
+rc=0
+.venv/bin/python -m pytest -q python/tests || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
