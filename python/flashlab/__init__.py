@@ -10,12 +10,17 @@ Three layers (docs/python.md):
 * ``flashlab.torch``: PyTorch custom ops with autograd, ``torch.compile`` and CUDA-graph support;
   ``flashlab.flash_attn_interface``: the flash-attn 2.x functions.
 
-Importing ``flashlab`` imports neither torch nor Triton.
+Importing ``flashlab`` imports neither torch nor Triton (where torch is installed, it loads the CUDA
+libraries torch would load first, so that both share them: see ``_preload.py``).
 """
 
-from . import _core
-from ._core import FlashlabError, UnsupportedError, backward, build_info, forward, implementations
-from ._numpy import attention, attention_backward
+from ._preload import preload_torch_cuda_libs
+
+preload_torch_cuda_libs()  # before _core loads libflashlab.so: see _preload.py
+
+from . import _core  # noqa: E402
+from ._core import FlashlabError, UnsupportedError, backward, build_info, forward, implementations  # noqa: E402
+from ._numpy import attention, attention_backward  # noqa: E402
 
 __version__ = _core.__version__
 

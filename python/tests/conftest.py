@@ -4,7 +4,12 @@ The tests import the INSTALLED flashlab (pip install ./python), not python/flash
 has no __init__.py, so pytest puts python/tests (for attention_reference) on sys.path, not python/.
 """
 
-import flashlab
+import os
+
+if os.environ.get("FLASHLAB_TEST_TORCH_FIRST"):  # python/run_gpu.sh's fallback: torch loads first
+    import torch  # noqa: F401
+
+import flashlab  # noqa: E402
 
 
 def pytest_report_header(config):

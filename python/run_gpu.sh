@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# python/run_gpu.sh — build the Python package ON the GPU machine and run its tests there, GPU
+# tests included. Run from the repo root with build-carry/ carried (tools/device_bundle.sh makes
+# it: the CUDA libflashlab.so in build-carry/lib):
+#
+#   device run, carry ["build-carry", "python/.wheels"]:  bash python/run_gpu.sh
+#
+# python/.wheels (optional): `pip download --no-deps -d python/.wheels nanobind==2.9.2
+# scikit-build-core==0.11.6`, the versions tools/setup.sh pins.
+#
+# The extension must be compiled by the device's Python (3.12 there); it links the carried
+# library and copies it into the installed package. Logs go to $OUT (default out-python):
+# env.txt, build.log, import_order.log, pytest.log, junit.xml, overhead.md; a summary prints last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out-python}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+LIB=${FLASHLAB_LIB_DIR:-$PWD/build-carry/lib}
+# libflashlab.so needs libcudart and libcublas (.so.13): the toolkit's, else the wheels torch uses;
+# libgomp comes from build-carry/lib.
+WHEEL_LIBS=$(python3 -c 'import glob, os, nvidia
+hits = [h for p in nvidia.__path__ for h in glob.glob(os.path.join(p, "**", "libcublas.so.*"), recursive=True)]
+print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
+export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:${WHEEL_LIBS}:${LD_LIBRARY_PATH:-}"
+summary=()
+# The nanobind and scikit-build-core that CI pins (tools/setup.sh), when carried as wheels in
+# python/.wheels (pure Python; git-ignored), replace the device image's own versions.
+if ls python/.wheels/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/flashlab-site python/.wheels/*.whl &&
+    export PYTHONPATH=/tmp/flashlab-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import sys, torch, nanobind, scikit_build_core, numpy
+print("python", sys.version.split()[0], "torch", torch.__version__, "nanobind", nanobind.__version__,
+      "scikit-build-core", scikit_build_core.__version__, "numpy", numpy.__version__)'
+} 2>&1 | tee "$OUT/env.txt"
+
+t0=$(date +%s)
+FLASHLAB_LIB_DIR=$LIB python3 -m pip install --no-build-isolation --no-deps --no-index \
+  -C build-dir=/tmp/flashlab-python-build ./python >"$OUT/build.log" 2>&1
+rc=$?
+summary+=("build rc=$rc ($(($(date +%s) - t0)) s)")
+if [ $rc -ne 0 ]; then
+  tail -30 "$OUT/build.log"
+else
+  (cd /tmp && python3 -c 'import flashlab; print(flashlab.__file__, flashlab.build_info())') 2>&1 | tee -a "$OUT/env.txt"
+  # flashlab imported before / after torch, each in a fresh process (a crash is reported, not fatal).
+  timeout 300 python3 python/scripts/import_order_check.py 2>&1 | tee "$OUT/import_order.log"
+  summary+=("import order rc=${PIPESTATUS[0]}: $(tail -1 "$OUT/import_order.log")")
+  # This package's tests only (python/tests/test_triton.py belongs to the Triton run).
+  tests=(python/tests/test_core.py python/tests/test_torch.py python/tests/test_flash_attn.py)
+  timeout 240 python3 -m pytest -q -rs --durations=15 --junitxml="$OUT/junit.xml" "${tests[@]}" 2>&1 |
+    tee "$OUT/pytest.log"
+  rc=${PIPESTATUS[0]}
+  summary+=("pytest rc=$rc: $(tail -1 "$OUT/pytest.log")")
+  if [ "$rc" -eq 139 ] || [ "$rc" -eq 134 ]; then  # crashed: once more with torch imported first
+    FLASHLAB_TEST_TORCH_FIRST=1 timeout 240 python3 -m pytest -q -rs --durations=15 "${tests[@]}" 2>&1 |
+      tee "$OUT/pytest_torch_first.log"
+    summary+=("pytest (torch first) rc=${PIPESTATUS[0]}: $(tail -1 "$OUT/pytest_torch_first.log")")
+  fi
+  timeout 90 python3 python/scripts/measure_overhead.py 2>&1 | tee "$OUT/overhead.md"
+  summary+=("overhead rc=${PIPESTATUS[0]}")
+fi
+
+echo "==== summary"
+printf '%s\n' "${summary[@]}"
