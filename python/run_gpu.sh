@@ -10,7 +10,8 @@
 #
 # The extension must be compiled by the device's Python (3.12 there); it links the carried
 # library and copies it into the installed package. Logs go to $OUT (default out-python):
-# env.txt, build.log, import_order.log, pytest.log, junit.xml, overhead.md; a summary prints last.
+# env.txt, build.log, import_order.log, core.log, torch_<variant>.log, overhead.md; a summary
+# prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out-python}
@@ -47,19 +48,30 @@ if [ $rc -ne 0 ]; then
   tail -30 "$OUT/build.log"
 else
   (cd /tmp && python3 -c 'import flashlab; print(flashlab.__file__, flashlab.build_info())') 2>&1 | tee -a "$OUT/env.txt"
-  # flashlab imported before / after torch, each in a fresh process (a crash is reported, not fatal).
-  timeout 300 python3 python/scripts/import_order_check.py 2>&1 | tee "$OUT/import_order.log"
-  summary+=("import order rc=${PIPESTATUS[0]}: $(tail -1 "$OUT/import_order.log")")
-  # This package's tests only (python/tests/test_triton.py belongs to the Triton run).
-  tests=(python/tests/test_core.py python/tests/test_torch.py python/tests/test_flash_attn.py)
-  timeout 240 python3 -m pytest -q -rs --durations=15 --junitxml="$OUT/junit.xml" "${tests[@]}" 2>&1 |
-    tee "$OUT/pytest.log"
-  rc=${PIPESTATUS[0]}
-  summary+=("pytest rc=$rc: $(tail -1 "$OUT/pytest.log")")
-  if [ "$rc" -eq 139 ] || [ "$rc" -eq 134 ]; then  # crashed: once more with torch imported first
-    FLASHLAB_TEST_TORCH_FIRST=1 timeout 240 python3 -m pytest -q -rs --durations=15 "${tests[@]}" 2>&1 |
-      tee "$OUT/pytest_torch_first.log"
-    summary+=("pytest (torch first) rc=${PIPESTATUS[0]}: $(tail -1 "$OUT/pytest_torch_first.log")")
+  # flashlab and torch in one process: a matrix of import / CUDA-initialization orders, each in a
+  # fresh interpreter (a crash is reported, not fatal), with controls that load torch alone.
+  timeout 300 python3 python/scripts/import_order_check.py >"$OUT/import_order.log" 2>&1
+  summary+=("import order rc=$?: $(tail -1 "$OUT/import_order.log")")
+  # The NumPy tests alone (no torch in the process), then the torch tests. This package's tests
+  # only: python/tests/test_triton.py belongs to the Triton run.
+  timeout 120 python3 -m pytest -rs python/tests/test_core.py >"$OUT/core.log" 2>&1
+  summary+=("test_core rc=$?: $(tail -1 "$OUT/core.log")")
+  torch_tests() {  # label, then env assignments for the run
+    local label=$1
+    shift
+    env "$@" timeout 240 python3 -m pytest -rs --durations=10 python/tests/test_torch.py \
+      python/tests/test_flash_attn.py >"$OUT/torch_$label.log" 2>&1
+    local rc=$?
+    summary+=("torch tests ($label) rc=$rc: $(tail -1 "$OUT/torch_$label.log")")
+    return $rc
+  }
+  crashed() { [ "$1" -eq 139 ] || [ "$1" -eq 134 ] || [ "$1" -eq 124 ]; }
+  torch_tests default
+  rc=$?
+  if crashed $rc; then  # fallbacks, for the diagnosis: no LD_LIBRARY_PATH; torch initialized first
+    torch_tests no_ld_path -u LD_LIBRARY_PATH
+    rc=$?
+    if crashed $rc; then torch_tests torch_first FLASHLAB_TEST_TORCH_FIRST=1; fi
   fi
   timeout 90 python3 python/scripts/measure_overhead.py 2>&1 | tee "$OUT/overhead.md"
   summary+=("overhead rc=${PIPESTATUS[0]}")

@@ -6,8 +6,14 @@ has no __init__.py, so pytest puts python/tests (for attention_reference) on sys
 
 import os
 
-if os.environ.get("FLASHLAB_TEST_TORCH_FIRST"):  # python/run_gpu.sh's fallback: torch loads first
-    import torch  # noqa: F401
+if os.environ.get("FLASHLAB_TEST_TORCH_FIRST"):
+    # python/run_gpu.sh's fallback order: torch loads and initializes CUDA before flashlab does.
+    import torch
+
+    try:
+        torch.cuda.get_device_name()
+    except Exception:  # no GPU: nothing to initialize
+        pass
 
 import flashlab  # noqa: E402
 
