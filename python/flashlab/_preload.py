@@ -1,16 +1,20 @@
 """Share PyTorch's CUDA libraries when flashlab is imported before torch (Linux).
 
-libflashlab.so (a CUDA build) needs libcudart.so.13 and libcublas.so.13. The dynamic loader binds
-each such name to the first library of that name loaded into the process. Imported first,
-flashlab would bind them to the CUDA toolkit's copies (found through RUNPATH / LD_LIBRARY_PATH),
-and a later ``import torch`` then binds torch to those copies too instead of the ones its pip
-wheels ship (torch loads its own by path, but its libraries link by name). On the H100 machine
-that mix crashed the first torch.cuda call (2026-11, torch 2.11 cu130, python/run_gpu.sh).
+libflashlab.so (a CUDA build) needs libcudart.so.13, libcublas.so.13 and libgomp.so.1. The
+dynamic loader binds each such name to the first library of that name loaded into the process.
+Imported first, flashlab would bind them to the CUDA toolkit's and the system's copies (found
+through RUNPATH / LD_LIBRARY_PATH), and a later ``import torch`` would then bind torch's libraries
+(which link by name) to those copies instead of the ones its pip wheels ship.
 
 So when torch is installed but not yet imported, this loads the libraries torch's own import
 loads first — its OpenMP runtime (torch/lib/libgomp.so.1), torch/lib/libtorch_global_deps.so,
 then the wheels' cuBLAS(Lt) and CUDA runtime, in torch's order — without importing torch. Torch's import later finds them loaded; flashlab
 binds to the same copies. Set FLASHLAB_NO_TORCH_LIBS=1 to skip this.
+
+Status (2026-11, H100 machine, torch 2.11 cu130): with or without this, a process that loads
+flashlab and then calls torch.cuda.is_available() crashed there, while a process that imports
+torch and initializes CUDA through torch first ran flashlab.torch fine. The cause is not yet
+isolated; python/scripts/import_order_check.py is the matrix that isolates it (docs/python.md).
 """
 
 import ctypes
