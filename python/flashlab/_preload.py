@@ -11,10 +11,12 @@ loads first — its OpenMP runtime (torch/lib/libgomp.so.1), torch/lib/libtorch_
 then the wheels' cuBLAS(Lt) and CUDA runtime, in torch's order — without importing torch. Torch's import later finds them loaded; flashlab
 binds to the same copies. Set FLASHLAB_NO_TORCH_LIBS=1 to skip this.
 
-Status (2026-11, H100 machine, torch 2.11 cu130): with or without this, a process that loads
-flashlab and then calls torch.cuda.is_available() crashed there, while a process that imports
-torch and initializes CUDA through torch first ran flashlab.torch fine. The cause is not yet
-isolated; python/scripts/import_order_check.py is the matrix that isolates it (docs/python.md).
+Status (2026-11, H100 machine, torch 2.11 cu130): with or without this, every process that had
+loaded flashlab and then called torch.cuda.is_available() as torch's first CUDA call crashed
+(segfault or "free(): invalid pointer"), whichever was imported first; a process that imported
+torch first, initialized CUDA with torch.cuda.get_device_name() and never called is_available()
+ran flashlab.torch forward, backward and CUDA graphs fine. The cause is not isolated yet:
+python/scripts/import_order_check.py (with torch-only controls) is the matrix that isolates it.
 """
 
 import ctypes
