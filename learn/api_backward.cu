@@ -29,18 +29,11 @@ int64_t extra_memory_bytes(int version, const BwdParams& p) {
   return workspace_bytes(p, version >= 2 && p.deterministic ? kQueryBlock[version] : 0);
 }
 
-// No keys: every query row sees nothing, so dq = 0 (dk, dv are empty).
+// No keys: every query row sees nothing, so dq = 0 (dk, dv are empty): the zeroed accumulator,
+// postprocessed, and no main kernel.
 Status backward_no_keys(const BwdParams& p) {
-  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  BwdArgs a = make_args(p);
-  Workspace ws;
-  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, 0, &a, &ws));
-  Status st = learn::cuda_status(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.batch * a.heads_q * a.seqlen_q * a.head_dim, stream),
-                                 "cudaMemsetAsync(dq_acc)", __FILE__, __LINE__);
-  if (st.ok()) st = launch_postprocess_dq(a, stream);
-  const Status rs = release_workspace(&ws);
-  FLASHLAB_RETURN_IF_ERROR(st);
-  return rs;
+  return run_with_workspace(p, /*turn_block_m=*/0, Prologue::kZeroDqAcc,
+                            [](const BwdArgs&, cudaStream_t) { return Status::Ok(); });
 }
 
 namespace {

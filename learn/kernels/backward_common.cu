@@ -17,6 +17,7 @@ int64_t align256(int64_t x) { return round_up(x, 256); }
 
 BwdArgs make_args(const BwdParams& p) {
   BwdArgs a{};
+  static_cast<learn::KernelShape&>(a) = learn::make_kernel_shape(p);
   a.q = p.q.ptr;
   a.k = p.k.ptr;
   a.v = p.v.ptr;
@@ -36,17 +37,9 @@ BwdArgs make_args(const BwdParams& p) {
   a.lse = p.lse;
   a.lse_batch_stride = p.lse_batch_stride;
   a.lse_head_stride = p.lse_head_stride;
-  a.batch = static_cast<int>(p.batch);
-  a.seqlen_q = static_cast<int>(p.seqlen_q);
-  a.seqlen_k = static_cast<int>(p.seqlen_k);
-  a.heads_q = static_cast<int>(p.heads_q);
-  a.heads_kv = static_cast<int>(p.heads_kv);
   a.group = static_cast<int>(p.heads_q / p.heads_kv);
-  a.head_dim = static_cast<int>(p.head_dim);
   a.dtype = p.dtype;
   a.scale = p.softmax_scale;
-  a.scale_log2 = p.softmax_scale * kLog2e;
-  a.causal = p.causal;
   a.shift = static_cast<int>(p.seqlen_k - p.seqlen_q);
   a.rows_pad = static_cast<int>(round_up(p.seqlen_q, kRowPad));
   return a;
@@ -164,11 +157,7 @@ Status launch_preprocess(const BwdArgs& a, cudaStream_t stream) {
   if (rows == 0) return Status::Ok();
   const int threads = 256;
   const unsigned blocks = static_cast<unsigned>((rows + threads / 32 - 1) / (threads / 32));
-  if (a.dtype == DType::kBFloat16) {
-    bwd_preprocess_kernel<__nv_bfloat16><<<blocks, threads, 0, stream>>>(a);
-  } else {
-    bwd_preprocess_kernel<__half><<<blocks, threads, 0, stream>>>(a);
-  }
+  LEARN_DTYPE_SWITCH(a.dtype, T, [&] { bwd_preprocess_kernel<T><<<blocks, threads, 0, stream>>>(a); });
   LEARN_LAUNCH_TRY();
   return Status::Ok();
 }
@@ -178,13 +167,15 @@ Status launch_postprocess_dq(const BwdArgs& a, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q * a.head_dim;
   if (total == 0) return Status::Ok();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + threads - 1) / threads, 65536));
-  if (a.dtype == DType::kBFloat16) {
-    bwd_postprocess_dq_kernel<__nv_bfloat16><<<blocks, threads, 0, stream>>>(a);
-  } else {
-    bwd_postprocess_dq_kernel<__half><<<blocks, threads, 0, stream>>>(a);
-  }
+  LEARN_DTYPE_SWITCH(a.dtype, T, [&] { bwd_postprocess_dq_kernel<T><<<blocks, threads, 0, stream>>>(a); });
   LEARN_LAUNCH_TRY();
   return Status::Ok();
+}
+
+Status zero_dq_acc(const BwdArgs& a, cudaStream_t stream) {
+  return learn::cuda_status(
+      cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.batch * a.heads_q * a.seqlen_q * a.head_dim, stream),
+      "cudaMemsetAsync(dq_acc)", __FILE__, __LINE__);
 }
 
 }  // namespace learn_bwd

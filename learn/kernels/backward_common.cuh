@@ -31,24 +31,23 @@ __device__ __forceinline__ float to_float(T x) { return learn::ElemTraits<T>::to
 template <typename T>
 __device__ __forceinline__ T from_float(float x) { return learn::ElemTraits<T>::from_float(x); }
 
-// ---- device-side view of one backward call (plain values, passed by value to every kernel)
+// ---- device-side view of one backward call (plain values, passed by value to every kernel).
+// The shape fields (batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, scale_log2 with
+// P = exp2(s·scale_log2 − lse2), causal) are the forward kernels' too: learn::KernelShape.
 struct Strides {
   int64_t batch = 0, row = 0, head = 0;  // elements
 };
-struct BwdArgs {
+struct BwdArgs : learn::KernelShape {
   const void *q, *k, *v, *o, *dout;
   void *dq, *dk, *dv;
   Strides q_st, k_st, v_st, o_st, do_st, dq_st, dk_st, dv_st;
   const float* lse;  // (batch, heads_q, seqlen_q) from the forward pass
   int64_t lse_batch_stride, lse_head_stride;
 
-  int batch, seqlen_q, seqlen_k, heads_q, heads_kv, group;  // group = heads_q / heads_kv (GQA)
-  int head_dim;
+  int group;         // heads_q / heads_kv (GQA)
   DType dtype;       // kBFloat16 or kFloat16 (selects the template instance)
   float scale;       // softmax_scale
-  float scale_log2;  // softmax_scale · log2(e): P = exp2(s·scale_log2 − lse2)
-  bool causal;       // bottom-right: key j visible from query i iff j <= i + shift
-  int shift;         // seqlen_k − seqlen_q
+  int shift;         // seqlen_k − seqlen_q: key j visible from query i iff j <= i + shift (causal)
 
   // Workspace (versions 1..4; see Workspace below).
   float* dq_acc;     // (batch, heads_q, seqlen_q, head_dim) fp32, zeroed by the preprocessing
@@ -75,6 +74,20 @@ __host__ __device__ inline int64_t dq_acc_index(const BwdArgs& a, int b, int h, 
 __device__ __forceinline__ bool visible(const BwdArgs& a, int i, int j) {
   return !a.causal || j <= i + a.shift;
 }
+// The deterministic-dQ counter of (batch b, query head h, query block m), or null (atomic dQ).
+__device__ __forceinline__ int* dq_turn_slot(const BwdArgs& a, int b, int h, int q_blocks, int m) {
+  return a.dq_turn ? a.dq_turn + (static_cast<int64_t>(b) * a.heads_q + h) * q_blocks + m : nullptr;
+}
+// Stages lse2 and D of query rows [i0, i0 + ROWS) in shared memory (v2, v3). The workspace rows
+// are padded to kRowPad, so there is no bounds check (padding rows hold +inf / 0).
+template <int ROWS>
+__device__ __forceinline__ void load_row_stats(float* lse2, float* d, const BwdArgs& a, int b, int h,
+                                               int i0) {
+  if (threadIdx.x < ROWS) {
+    lse2[threadIdx.x] = a.lse2[row_stat_index(a, b, h, i0 + threadIdx.x)];
+    d[threadIdx.x] = a.dvec[row_stat_index(a, b, h, i0 + threadIdx.x)];
+  }
+}
 
 BwdArgs make_args(const BwdParams& p);
 
@@ -98,6 +111,29 @@ Status release_workspace(Workspace* ws);
 Status launch_preprocess(const BwdArgs& a, cudaStream_t stream);
 // dq = scale · dq_acc, rounded to the element type, written with the caller's strides.
 Status launch_postprocess_dq(const BwdArgs& a, cudaStream_t stream);
+// dq_acc = 0 and nothing else (v1, which computes D itself, and seqlen_k = 0).
+Status zero_dq_acc(const BwdArgs& a, cudaStream_t stream);
+
+// ---- the host side of every FA-style version: BwdArgs from the params, the workspace, a
+// prologue, the version's main kernel (`launch_main(args, stream)`), dq = scale·dq_acc, and the
+// workspace released on every path. The first error wins.
+enum class Prologue {
+  kZeroDqAcc,   // zero_dq_acc: v1 recomputes D per tile (FlashAttention-1)
+  kPreprocess,  // launch_preprocess: D and lse2 once per row (v2..v4)
+};
+template <typename LaunchMain>
+Status run_with_workspace(const BwdParams& p, int turn_block_m, Prologue prologue, LaunchMain&& launch_main) {
+  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+  BwdArgs a = make_args(p);
+  Workspace ws;
+  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, turn_block_m, &a, &ws));
+  Status st = prologue == Prologue::kPreprocess ? launch_preprocess(a, stream) : zero_dq_acc(a, stream);
+  if (st.ok()) st = launch_main(a, stream);
+  if (st.ok()) st = launch_postprocess_dq(a, stream);
+  const Status rs = release_workspace(&ws);
+  FLASHLAB_RETURN_IF_ERROR(st);
+  return rs;
+}
 
 // ---- deterministic dQ: the key blocks that add into one query block take turns in a fixed order.
 // A counter per (batch, head, query block) says how many have added so far: a block whose place

@@ -87,33 +87,20 @@ __global__ void __launch_bounds__(kThreads) bwd_v1_kernel(BwdArgs a) {
 
 template <typename T, int HD>
 Status launch(const BwdArgs& a, cudaStream_t stream) {
-  const int smem = sizeof(scalar::Smem<HD>);
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(bwd_v1_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  bwd_v1_kernel<T, HD><<<dim3(a.heads_kv, a.batch), kThreads, smem, stream>>>(a);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return learn::launch_with_smem(bwd_v1_kernel<T, HD>, dim3(a.heads_kv, a.batch), kThreads,
+                                 sizeof(scalar::Smem<HD>), stream, a);
 }
 
 }  // namespace
 
+// Only dq_acc is zeroed before the kernel: v1 computes D itself (no preprocessing).
 Status backward_v1(const BwdParams& p) {
-  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  BwdArgs a = make_args(p);
-  Workspace ws;
-  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, /*turn_block_m=*/0, &a, &ws));
-  Status st = learn::cuda_status(
-      cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.batch * a.heads_q * a.seqlen_q * a.head_dim, stream),
-      "cudaMemsetAsync(dq_acc)", __FILE__, __LINE__);
-  if (st.ok()) {
-    const bool bf16 = a.dtype == DType::kBFloat16;
-    if (a.head_dim == 64) st = bf16 ? launch<__nv_bfloat16, 64>(a, stream) : launch<__half, 64>(a, stream);
-    else if (a.head_dim == 128) st = bf16 ? launch<__nv_bfloat16, 128>(a, stream) : launch<__half, 128>(a, stream);
-    else st = Status::Unsupported("learn_v1 backward: head_dim " + std::to_string(a.head_dim) + " (supported: 64, 128)");
-  }
-  if (st.ok()) st = launch_postprocess_dq(a, stream);
-  const Status rs = release_workspace(&ws);
-  FLASHLAB_RETURN_IF_ERROR(st);
-  return rs;
+  const int turn_block_m = 0;  // no dQ turns: each dQ_i has one writer
+  return run_with_workspace(p, turn_block_m, Prologue::kZeroDqAcc, [](const BwdArgs& a, cudaStream_t s) {
+    return LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
+      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, s); });
+    });
+  });
 }
 
 }  // namespace learn_bwd

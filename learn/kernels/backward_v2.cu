@@ -47,10 +47,7 @@ __global__ void __launch_bounds__(kThreads) bwd_v2_kernel(BwdArgs a) {
       __syncthreads();  // the previous tile is fully consumed
       scalar::load_rows<T, HD>(sm.q, a.q, a.q_st, b, i0, h, a.seqlen_q);
       scalar::load_rows<T, HD>(sm.dout, a.dout, a.do_st, b, i0, h, a.seqlen_q);
-      if (threadIdx.x < kBlock) {  // padded arrays: no bounds check (padding rows: +inf / 0)
-        sm.lse2[threadIdx.x] = a.lse2[row_stat_index(a, b, h, i0 + threadIdx.x)];
-        sm.d[threadIdx.x] = a.dvec[row_stat_index(a, b, h, i0 + threadIdx.x)];
-      }
+      load_row_stats<kBlock>(sm.lse2, sm.d, a, b, h, i0);
       __syncthreads();
       scalar::tile_p_ds(sm, a, i0, j0);
       __syncthreads();
@@ -58,7 +55,7 @@ __global__ void __launch_bounds__(kThreads) bwd_v2_kernel(BwdArgs a) {
       float dq[HD / 8];
       scalar::tile_dq<HD>(sm, dq);
 
-      int* turn = a.dq_turn ? a.dq_turn + (static_cast<int64_t>(b) * a.heads_q + h) * q_blocks + m : nullptr;
+      int* turn = dq_turn_slot(a, b, h, q_blocks, m);
       dq_turn_wait(turn, n);
       const int i = i0 + threadIdx.x / 8;
       if (i < a.seqlen_q) {
@@ -74,32 +71,20 @@ __global__ void __launch_bounds__(kThreads) bwd_v2_kernel(BwdArgs a) {
 
 template <typename T, int HD>
 Status launch(const BwdArgs& a, cudaStream_t stream) {
-  const int smem = sizeof(scalar::Smem<HD>);
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(bwd_v2_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid((a.seqlen_k + kBlock - 1) / kBlock, a.heads_kv, a.batch);
-  bwd_v2_kernel<T, HD><<<grid, kThreads, smem, stream>>>(a);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return learn::launch_with_smem(bwd_v2_kernel<T, HD>, grid, kThreads, sizeof(scalar::Smem<HD>), stream, a);
 }
 
 }  // namespace
 
+// D and lse2 precomputed once per row (launch_preprocess); dQ turns per 32-row query block.
 Status backward_v2(const BwdParams& p) {
-  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  BwdArgs a = make_args(p);
-  Workspace ws;
-  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, p.deterministic ? kBlock : 0, &a, &ws));
-  Status st = launch_preprocess(a, stream);
-  if (st.ok()) {
-    const bool bf16 = a.dtype == DType::kBFloat16;
-    if (a.head_dim == 64) st = bf16 ? launch<__nv_bfloat16, 64>(a, stream) : launch<__half, 64>(a, stream);
-    else if (a.head_dim == 128) st = bf16 ? launch<__nv_bfloat16, 128>(a, stream) : launch<__half, 128>(a, stream);
-    else st = Status::Unsupported("learn_v2 backward: head_dim " + std::to_string(a.head_dim) + " (supported: 64, 128)");
-  }
-  if (st.ok()) st = launch_postprocess_dq(a, stream);
-  const Status rs = release_workspace(&ws);
-  FLASHLAB_RETURN_IF_ERROR(st);
-  return rs;
+  const int turn_block_m = p.deterministic ? kBlock : 0;
+  return run_with_workspace(p, turn_block_m, Prologue::kPreprocess, [](const BwdArgs& a, cudaStream_t s) {
+    return LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
+      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, s); });
+    });
+  });
 }
 
 }  // namespace learn_bwd

@@ -80,10 +80,7 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
       __syncthreads();  // the previous iteration no longer reads q, dout, dst
       load_tile<T, HD, kBlockM>(sm.q, a.q, a.q_st, b, i0, h, a.seqlen_q);
       load_tile<T, HD, kBlockM>(sm.dout, a.dout, a.do_st, b, i0, h, a.seqlen_q);
-      if (threadIdx.x < kBlockM) {  // padded arrays: no bounds check (padding rows: +inf / 0)
-        sm.lse2[threadIdx.x] = a.lse2[row_stat_index(a, b, h, i0 + threadIdx.x)];
-        sm.d[threadIdx.x] = a.dvec[row_stat_index(a, b, h, i0 + threadIdx.x)];
-      }
+      load_row_stats<kBlockM>(sm.lse2, sm.d, a, b, h, i0);
       __syncthreads();
 
       // ---- Sᵀ = K_w·Q_iᵀ and dPᵀ = V_w·dO_iᵀ: (16 key rows) × (64 query columns), k = HD
@@ -164,7 +161,7 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
           mma::mma_16816<T>(dq[2 * dn + 1], ads, bk[2], bk[3]);
         }
       }
-      int* turn = a.dq_turn ? a.dq_turn + (static_cast<int64_t>(b) * a.heads_q + h) * q_blocks + m : nullptr;
+      int* turn = dq_turn_slot(a, b, h, q_blocks, m);
       dq_turn_wait(turn, n);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -183,48 +180,25 @@ __global__ void __launch_bounds__(kThreads) bwd_v3_kernel(BwdArgs a) {
   }
 
   // ---- epilogue: dK = c·dK, dV, rounded and stored two elements at a time
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int j = j0 + warp * 16 + g + 8 * half;
-    if (j >= a.seqlen_k) continue;
-    T* dkp = static_cast<T*>(a.dk) + elem_index(a.dk_st, b, j, hk);
-    T* dvp = static_cast<T*>(a.dv) + elem_index(a.dv_st, b, j, hk);
-#pragma unroll
-    for (int nt = 0; nt < HD / 8; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack2<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
-      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack2<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
-    }
-  }
+  mma::store_dkdv<T, HD>(a, b, hk, j0 + warp * 16, g, t, dk, dv);
 }
 
 template <typename T, int HD>
 Status launch(const BwdArgs& a, cudaStream_t stream) {
-  const int smem = sizeof(SmemV3<T, HD>);
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(bwd_v3_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid((a.seqlen_k + kBlockN - 1) / kBlockN, a.heads_kv, a.batch);
-  bwd_v3_kernel<T, HD><<<grid, kThreads, smem, stream>>>(a);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return learn::launch_with_smem(bwd_v3_kernel<T, HD>, grid, kThreads, sizeof(SmemV3<T, HD>), stream, a);
 }
 
 }  // namespace
 
+// As v2 around the kernel: preprocessing, dQ turns per 64-row query block (backward_common.cuh).
 Status backward_v3(const BwdParams& p) {
-  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  BwdArgs a = make_args(p);
-  Workspace ws;
-  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, p.deterministic ? kBlockM : 0, &a, &ws));
-  Status st = launch_preprocess(a, stream);
-  if (st.ok()) {
-    st = LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
-      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, stream); });
+  const int turn_block_m = p.deterministic ? kBlockM : 0;
+  return run_with_workspace(p, turn_block_m, Prologue::kPreprocess, [](const BwdArgs& a, cudaStream_t s) {
+    return LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
+      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, s); });
     });
-  }
-  if (st.ok()) st = launch_postprocess_dq(a, stream);
-  const Status rs = release_workspace(&ws);
-  FLASHLAB_RETURN_IF_ERROR(st);
-  return rs;
+  });
 }
 
 }  // namespace learn_bwd

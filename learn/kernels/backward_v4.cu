@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
     // last key block that sees query block m. With causal skipping, block n+1 reaches query block
     // m two iterations before block n does, so in this order nobody waits in the steady state
     // (ascending order would throttle every block to the pace of block 0: measured 2x slower).
-    int* turn = a.dq_turn ? a.dq_turn + (static_cast<int64_t>(b) * a.heads_q + h) * q_blocks + m : nullptr;
+    int* turn = dq_turn_slot(a, b, h, q_blocks, m);
     const int last = a.causal ? min(static_cast<int>(gridDim.x) - 1, ((m + 1) * kBlockM - 1 + a.shift) / kBlockN)
                               : static_cast<int>(gridDim.x) - 1;
     const int dq_order = last - n;  // how many key blocks add into dQ_i before this one
@@ -239,49 +239,26 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_v4_kernel(BwdArgs a) {
   }
   mma::cp_async_wait<0>();  // nothing may be in flight when the block exits
 
-  // ---- epilogue: dK = c·dK, dV
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int j = j0 + warp * 16 + g + 8 * half;
-    if (j >= a.seqlen_k) continue;
-    T* dkp = static_cast<T*>(a.dk) + elem_index(a.dk_st, b, j, hk);
-    T* dvp = static_cast<T*>(a.dv) + elem_index(a.dv_st, b, j, hk);
-#pragma unroll
-    for (int nt = 0; nt < HD / 8; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dkp + col) = mma::pack2<T>(a.scale * dk[nt][2 * half], a.scale * dk[nt][2 * half + 1]);
-      *reinterpret_cast<uint32_t*>(dvp + col) = mma::pack2<T>(dv[nt][2 * half], dv[nt][2 * half + 1]);
-    }
-  }
+  // ---- epilogue: dK = c·dK, dV (as v3)
+  mma::store_dkdv<T, HD>(a, b, hk, j0 + warp * 16, g, t, dk, dv);
 }
 
 template <typename T, int HD>
 Status launch(const BwdArgs& a, cudaStream_t stream) {
-  const int smem = sizeof(SmemV4<T, HD>);
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(bwd_v4_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid((a.seqlen_k + kBlockN - 1) / kBlockN, a.heads_kv, a.batch);
-  bwd_v4_kernel<T, HD><<<grid, kThreads, smem, stream>>>(a);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return learn::launch_with_smem(bwd_v4_kernel<T, HD>, grid, kThreads, sizeof(SmemV4<T, HD>), stream, a);
 }
 
 }  // namespace
 
+// As v3 around the kernel (backward_common.cuh).
 Status backward_v4(const BwdParams& p) {
-  cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  BwdArgs a = make_args(p);
-  Workspace ws;
-  FLASHLAB_RETURN_IF_ERROR(acquire_workspace(p, p.deterministic ? kBlockM : 0, &a, &ws));
-  Status st = launch_preprocess(a, stream);
-  if (st.ok()) {
-    st = LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
-      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, stream); });
+  const int turn_block_m = p.deterministic ? kBlockM : 0;
+  return run_with_workspace(p, turn_block_m, Prologue::kPreprocess, [](const BwdArgs& a, cudaStream_t s) {
+    return LEARN_DTYPE_SWITCH(a.dtype, T, [&] {
+      return LEARN_HDIM_SWITCH(a.head_dim, kHeadDim, [&] { return launch<T, kHeadDim>(a, s); });
     });
-  }
-  if (st.ok()) st = launch_postprocess_dq(a, stream);
-  const Status rs = release_workspace(&ws);
-  FLASHLAB_RETURN_IF_ERROR(st);
-  return rs;
+  });
 }
 
 }  // namespace learn_bwd

@@ -106,10 +106,33 @@ constexpr float kLn2 = 0.6931471805599453f;
   }()
 
 // ---------------------------------------------------------------------------------------------
+// The problem's shape as every kernel sees it: the first fields of the forward kernels'
+// FwdKernelParams and of the backward kernels' BwdArgs (kernels/backward_common.cuh).
+// ---------------------------------------------------------------------------------------------
+struct KernelShape {
+  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+  float scale_log2;  // softmax_scale * log2(e): exp(s - m) = exp2(raw * scale_log2 - ...)
+  bool causal;       // bottom-right aligned (the only alignment the learning kernels take)
+};
+
+inline KernelShape make_kernel_shape(const AttentionConfig& p) {
+  KernelShape k;
+  k.batch = static_cast<int>(p.batch);
+  k.heads_q = static_cast<int>(p.heads_q);
+  k.heads_kv = static_cast<int>(p.heads_kv);
+  k.seqlen_q = static_cast<int>(p.seqlen_q);
+  k.seqlen_k = static_cast<int>(p.seqlen_k);
+  k.head_dim = static_cast<int>(p.head_dim);
+  k.scale_log2 = p.softmax_scale * kLog2e;
+  k.causal = p.causal;
+  return k;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The kernel-facing forward params: what every forward kernel needs, nothing more. Strides in
 // elements; the last dimension is contiguous (the API guarantees it).
 // ---------------------------------------------------------------------------------------------
-struct FwdKernelParams {
+struct FwdKernelParams : KernelShape {
   const void* q;
   const void* k;
   const void* v;
@@ -120,16 +143,14 @@ struct FwdKernelParams {
   int64_t v_batch_stride, v_row_stride, v_head_stride;
   int64_t o_batch_stride, o_row_stride, o_head_stride;
   int64_t lse_batch_stride, lse_head_stride;
-  int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
   int kv_group;          // heads_q / heads_kv: query head h reads kv head h / kv_group
   float softmax_scale;   // s = softmax_scale * q.k
-  float scale_log2;      // softmax_scale * log2(e): exp(s - m) = exp2(raw * scale_log2 - ...)
-  bool causal;           // bottom-right aligned (the only alignment the learning kernels take)
   int causal_shift;      // seqlen_k - seqlen_q: query i sees key j iff j <= i + causal_shift
 };
 
 inline FwdKernelParams make_fwd_kernel_params(const FwdParams& p) {
   FwdKernelParams k;
+  static_cast<KernelShape&>(k) = make_kernel_shape(p);
   k.q = p.q.ptr;
   k.k = p.k.ptr;
   k.v = p.v.ptr;
@@ -149,16 +170,8 @@ inline FwdKernelParams make_fwd_kernel_params(const FwdParams& p) {
   k.o_head_stride = p.out.head_stride;
   k.lse_batch_stride = p.lse_batch_stride;
   k.lse_head_stride = p.lse_head_stride;
-  k.batch = static_cast<int>(p.batch);
-  k.heads_q = static_cast<int>(p.heads_q);
-  k.heads_kv = static_cast<int>(p.heads_kv);
-  k.seqlen_q = static_cast<int>(p.seqlen_q);
-  k.seqlen_k = static_cast<int>(p.seqlen_k);
-  k.head_dim = static_cast<int>(p.head_dim);
   k.kv_group = static_cast<int>(p.heads_q / p.heads_kv);
   k.softmax_scale = p.softmax_scale;
-  k.scale_log2 = p.softmax_scale * kLog2e;
-  k.causal = p.causal;
   k.causal_shift = static_cast<int>(p.seqlen_k - p.seqlen_q);
   return k;
 }
@@ -170,8 +183,29 @@ __host__ __device__ inline int last_visible_key(const FwdKernelParams& p, int i)
   return hi < p.seqlen_k - 1 ? hi : p.seqlen_k - 1;
 }
 
+// Where the forward kernels write: row i of query head h of batch b in O, and its LSE entry.
+template <typename T>
+__device__ __forceinline__ T* out_row(const FwdKernelParams& p, int b, int i, int h) {
+  return static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride + h * p.o_head_stride;
+}
+__device__ __forceinline__ int64_t lse_index(const FwdKernelParams& p, int b, int h, int i) {
+  return b * p.lse_batch_stride + h * p.lse_head_stride + i;
+}
+
 // Block-level ceil division, used for grid sizes.
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Sets `kernel`'s dynamic shared memory limit to `smem` bytes (needed above the 48 KiB default),
+// then launches it with `args` on `stream`. Launch-configuration errors come back as a Status.
+template <typename... KernelArgs, typename... Args>
+Status launch_with_smem(void (*kernel)(KernelArgs...), dim3 grid, int threads, size_t smem,
+                        cudaStream_t stream, const Args&... args) {
+  LEARN_CUDA_TRY(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<grid, threads, smem, stream>>>(args...);
+  LEARN_LAUNCH_TRY();
+  return Status::Ok();
+}
 
 }  // namespace learn
 }  // namespace flashlab

@@ -12,9 +12,9 @@ namespace {
 template <typename T>
 __global__ void no_keys_kernel(FwdKernelParams p) {
   const int row = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  T* o = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(row) * p.o_row_stride + h * p.o_head_stride;
+  T* o = out_row<T>(p, b, row, h);
   for (int e = threadIdx.x; e < p.head_dim; e += blockDim.x) o[e] = ElemTraits<T>::from_float(0.0f);
-  if (threadIdx.x == 0 && p.lse) p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row] = -INFINITY;
+  if (threadIdx.x == 0 && p.lse) p.lse[lse_index(p, b, h, row)] = -INFINITY;
 }
 }  // namespace
 

@@ -123,13 +123,12 @@ __global__ void __launch_bounds__(ScalarTile<kD>::kThreads)
                 make_float4(res[4 * g], res[4 * g + 1], res[4 * g + 2], res[4 * g + 3]);
           if (tx == 0) ml[i] = make_float2(m_old[r], l_new[r]);
         } else {  // the last K/V tile: O is final, write it in the element type, and the LSE
-          T* out = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride + h * p.o_head_stride;
+          T* out = out_row<T>(p, b, i, h);
 #pragma unroll
           for (int g = 0; g < kD / 64; ++g)
             store4<T>(out + 64 * g + tx * 4, res[4 * g], res[4 * g + 1], res[4 * g + 2], res[4 * g + 3]);
           if (tx == 0 && p.lse)
-            p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] =
-                l_new[r] > 0.0f ? (m_old[r] + log2f(l_new[r])) * kLn2 : -INFINITY;
+            p.lse[lse_index(p, b, h, i)] = l_new[r] > 0.0f ? (m_old[r] + log2f(l_new[r])) * kLn2 : -INFINITY;
         }
       }
     }
@@ -150,14 +149,8 @@ Status launch(const FwdParams& fp) {
     if (o_acc) cudaFreeAsync(o_acc, stream);
     return Status(StatusCode::kOutOfMemory, "learn_v1: no device memory for the O, l, m state");
   }
-  auto kernel = fa1_scalar_kernel<T, kD>;
-  Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               int(Tile::kSmemBytes)),
-                          "cudaFuncSetAttribute", __FILE__, __LINE__);
-  if (st.ok()) {
-    kernel<<<dim3(p.heads_q, p.batch), Tile::kThreads, Tile::kSmemBytes, stream>>>(p, o_acc, ml);
-    st = cuda_status(cudaGetLastError(), "fa1_scalar_kernel", __FILE__, __LINE__);
-  }
+  const Status st = launch_with_smem(fa1_scalar_kernel<T, kD>, dim3(p.heads_q, p.batch), Tile::kThreads,
+                                     Tile::kSmemBytes, stream, p, o_acc, ml);
   cudaFreeAsync(ml, stream);
   cudaFreeAsync(o_acc, stream);
   FLASHLAB_RETURN_IF_ERROR(st);

@@ -91,14 +91,13 @@ __global__ void __launch_bounds__(ScalarTile<kD>::kThreads) fa2_scalar_kernel(Fw
     const float l_row = row_sum16(l[r]);
     if (i >= p.seqlen_q) continue;
     const float inv = l_row > 0.0f ? 1.0f / l_row : 0.0f;  // no visible key: O = 0
-    T* out = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride + h * p.o_head_stride;
+    T* out = out_row<T>(p, b, i, h);
 #pragma unroll
     for (int g = 0; g < kD / 64; ++g)
       store4<T>(out + 64 * g + tx * 4, o[r][4 * g] * inv, o[r][4 * g + 1] * inv, o[r][4 * g + 2] * inv,
                 o[r][4 * g + 3] * inv);
     if (tx == 0 && p.lse)
-      p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] =
-          l_row > 0.0f ? (m[r] + log2f(l_row)) * kLn2 : -INFINITY;
+      p.lse[lse_index(p, b, h, i)] = l_row > 0.0f ? (m[r] + log2f(l_row)) * kLn2 : -INFINITY;
   }
 }
 
@@ -106,12 +105,9 @@ template <typename T, int kD>
 Status launch(const FwdParams& fp) {
   using Tile = ScalarTile<kD>;
   const FwdKernelParams p = make_fwd_kernel_params(fp);
-  auto kernel = fa2_scalar_kernel<T, kD>;
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSmemBytes)));
   const dim3 grid(ceil_div(p.seqlen_q, Tile::kBr), p.heads_q, p.batch);
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, static_cast<cudaStream_t>(fp.stream)>>>(p);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return launch_with_smem(fa2_scalar_kernel<T, kD>, grid, Tile::kThreads, Tile::kSmemBytes,
+                          static_cast<cudaStream_t>(fp.stream), p);
 }
 
 }  // namespace

@@ -154,12 +154,11 @@ __global__ void __launch_bounds__(kThreads) fa2_mma_kernel(FwdKernelParams p) {
     const int i = row0 + 8 * r;
     if (i >= p.seqlen_q) continue;
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-    T* out = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride + h * p.o_head_stride;
+    T* out = out_row<T>(p, b, i, h);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n)
       *reinterpret_cast<uint32_t*>(out + 8 * n + 2 * t) = pack2<T>(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-    if (t == 0 && p.lse)
-      p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    if (t == 0 && p.lse) p.lse[lse_index(p, b, h, i)] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
   }
 }
 
@@ -167,12 +166,9 @@ template <typename T, int kD>
 Status launch(const FwdParams& fp) {
   const FwdKernelParams p = make_fwd_kernel_params(fp);
   constexpr int kSmem = (kBr + 2 * kBc) * kD * sizeof(T);  // D = 128: 48 KiB
-  auto kernel = fa2_mma_kernel<T, kD>;
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const dim3 grid(ceil_div(p.seqlen_q, kBr), p.heads_q, p.batch);
-  kernel<<<grid, kThreads, kSmem, static_cast<cudaStream_t>(fp.stream)>>>(p);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return launch_with_smem(fa2_mma_kernel<T, kD>, grid, kThreads, kSmem, static_cast<cudaStream_t>(fp.stream),
+                          p);
 }
 
 }  // namespace

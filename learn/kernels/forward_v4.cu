@@ -288,8 +288,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fa2_pipelined_kern
             pack2<T>(st.o[mi][n][2 * r] * inv, st.o[mi][n][2 * r + 1] * inv);
       const int i = i0 + warp * 16 * kM + rl;
       if (t == 0 && p.lse && i < p.seqlen_q)
-        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i] =
-            l > 0.0f ? st.m[mi][r] * p.softmax_scale + logf(l) : -INFINITY;
+        p.lse[lse_index(p, b, h, i)] = l > 0.0f ? st.m[mi][r] * p.softmax_scale + logf(l) : -INFINITY;
     }
   __syncwarp();
   constexpr int kChunks = kD / 8;
@@ -306,12 +305,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) fa2_pipelined_kern
 template <typename T, int kD, class C>
 Status launch(const FwdParams& fp) {
   const FwdKernelParams p = make_fwd_kernel_params(fp);
-  auto kernel = fa2_pipelined_kernel<T, kD, C>;
-  LEARN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
   const dim3 grid(ceil_div(p.seqlen_q, C::kBr), p.heads_q, p.batch);
-  kernel<<<grid, C::kThreads, C::kSmem, static_cast<cudaStream_t>(fp.stream)>>>(p);
-  LEARN_LAUNCH_TRY();
-  return Status::Ok();
+  return launch_with_smem(fa2_pipelined_kernel<T, kD, C>, grid, C::kThreads, C::kSmem,
+                          static_cast<cudaStream_t>(fp.stream), p);
 }
 
 }  // namespace
