@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "backward_util.cuh"
+#include "program.cuh"
 
 using namespace flashlab;
 using namespace flashlab::learn;
@@ -52,8 +53,7 @@ constexpr int kNumVersions = 5;
 
 std::map<int, int> validate(const std::vector<int>& versions, bool small, bool deterministic, const char* only_dtype,
                             int64_t only_hdim, uint64_t seed) {
-  std::map<int, int> failures, skipped, passed;
-  for (int v : versions) failures[v] = skipped[v] = passed[v] = 0;
+  ValidationTally tally(versions);
   std::vector<testing::ProblemSpec> specs;
   DType keep = DType::kFloat32;
   if (only_dtype && !parse_dtype(only_dtype, &keep).ok()) only_dtype = nullptr;
@@ -69,55 +69,32 @@ std::map<int, int> validate(const std::vector<int>& versions, bool small, bool d
       for (int det = 0; det <= (deterministic ? 1 : 0); ++det) {
         bool skip = false;
         const Verdict verdict = c->check(v, det == 1, &skip);
-        const char* tag = skip ? "SKIP" : verdict.pass ? "ok  " : "FAIL";
-        if (skip) ++skipped[v];
-        else if (verdict.pass) ++passed[v];
-        else ++failures[v];
-        if (!verdict.pass || skip || std::getenv("LEARN_VERBOSE"))
-          std::printf("  %s v%d%s %-40s %s\n", tag, v, det ? "det" : "   ", c->spec.describe().c_str(),
-                      verdict.line.c_str());
+        if (tally.record(v, skip, verdict))
+          std::printf("  %s v%d%s %-40s %s\n", ValidationTally::tag(skip, verdict), v, det ? "det" : "   ",
+                      c->spec.describe().c_str(), verdict.line.c_str());
       }
     }
   }
-  for (int v : versions) std::printf("  v%d: %d passed, %d failed, %d skipped\n", v, passed[v], failures[v], skipped[v]);
-  std::fflush(stdout);
-  return failures;
+  return tally.finish();
 }
-
-struct Row {
-  int version;
-  bool det;
-  int64_t seqlen;
-  bool causal;
-  double ms, tflops, pct;
-  int64_t extra;
-  double xcheck;  // max rel_l2 of dq, dk, dv against the first version timed on the same inputs
-};
 
 struct Grads {
   DeviceBuffer dq, dk, dv;
 };
 
-std::vector<Row> time_versions(const std::vector<int>& versions, const Args& args, double peak) {
-  std::vector<Row> rows;
-  const std::vector<int64_t> seqlens = args.get_list("--seqlens", {2048, 4096, 8192, 16384});
-  const std::string causal_opt = args.get("--causal") ? args.get("--causal") : "both";
-  std::vector<bool> causals;
-  if (causal_opt != "1") causals.push_back(false);
-  if (causal_opt != "0") causals.push_back(true);
-  DType dtype = DType::kBFloat16;
-  if (args.get("--dtype")) parse_dtype(args.get("--dtype"), &dtype);
-  const int64_t hdim = args.get_int("--hdim", 128), heads = args.get_int("--heads", 16);
-  const int64_t tokens = args.get_int("--tokens", 16384);
+// Times every version (and with --deterministic its deterministic dQ mode, v2..v4) on every shape
+// of the sweep; xcheck is the max rel_l2 of dq, dk, dv against the first version timed.
+std::vector<TimedRow> time_versions(const std::vector<int>& versions, const Args& args, double peak) {
+  std::vector<TimedRow> rows;
+  const TimingSweep sweep(args);
+  const DType dtype = sweep.dtype;
   const bool with_det = args.has("--deterministic");
-
-  std::printf("== timing (backward): %s hdim %lld, %lld heads, %lld tokens; median ms over reps, L2 flushed; "
-              "peak %.0f TFLOP/s\n", to_string(dtype), (long long)hdim, (long long)heads, (long long)tokens, peak);
+  sweep.print_header(" (backward)", peak);
   std::printf("  %-6s %-7s %-6s %10s %9s %7s %11s %9s %5s\n", "ver", "seqlen", "causal", "ms", "TFLOP/s", "%peak",
               "extra mem", "xcheck", "reps");
-  for (bool causal : causals)
-    for (int64_t seqlen : seqlens) {
-      const testing::ProblemSpec spec = timing_spec(seqlen, causal, hdim, dtype, heads, tokens);
+  for (bool causal : sweep.causals)
+    for (int64_t seqlen : sweep.seqlens) {
+      const testing::ProblemSpec spec = sweep.spec(seqlen, causal);
       TimingProblem tp;
       if (!tp.init(spec, /*backward=*/true, 4321 + seqlen)) {
         std::printf("  could not allocate the timing problem %s\n", spec.describe().c_str());
@@ -168,14 +145,11 @@ std::vector<Row> time_versions(const std::vector<int>& versions, const Args& arg
                         causal ? 1 : 0, t.error.c_str());
             continue;
           }
-          Row r{v, det == 1, seqlen, causal, t.median_ms, tflops(flops, t.median_ms), 0, extra, xcheck};
-          r.pct = peak > 0 ? 100.0 * r.tflops / peak : 0;
+          const TimedRow r = make_row(v, det == 1, seqlen, causal, t, flops, peak, extra, xcheck);
           rows.push_back(r);
-          char xc[32] = "-";
-          if (xcheck >= 0) std::snprintf(xc, sizeof(xc), "%.1e", xcheck);
           std::printf("  v%d%-3s %-7lld %-6d %10.3f %9.1f %6.1f%% %11s %9s %5d%s\n", v, det ? "det" : "",
-                      (long long)seqlen, causal ? 1 : 0, r.ms, r.tflops, r.pct, fmt_bytes(extra).c_str(), xc, t.reps,
-                      bad != 0 ? "  NONFINITE OUTPUT" : "");
+                      (long long)seqlen, causal ? 1 : 0, r.ms, r.tflops, r.pct, fmt_bytes(extra).c_str(),
+                      fmt_xcheck(xcheck).c_str(), t.reps, bad != 0 ? "  NONFINITE OUTPUT" : "");
           std::fflush(stdout);
         }
       }
@@ -183,37 +157,15 @@ std::vector<Row> time_versions(const std::vector<int>& versions, const Args& arg
   return rows;
 }
 
-// The progression table: one line per version (and deterministic variant), TFLOP/s then ms.
-void print_progression(const std::vector<Row>& rows) {
-  std::vector<std::pair<bool, int64_t>> cols;
+// The progression table: one line per version (and deterministic variant) that was timed, then csv.
+void print_progression(const std::vector<TimedRow>& rows) {
   std::vector<std::pair<int, bool>> lines;
-  for (const Row& r : rows) {
-    if (std::find(cols.begin(), cols.end(), std::make_pair(r.causal, r.seqlen)) == cols.end())
-      cols.push_back({r.causal, r.seqlen});
+  for (const TimedRow& r : rows)
     if (std::find(lines.begin(), lines.end(), std::make_pair(r.version, r.det)) == lines.end())
       lines.push_back({r.version, r.det});
-  }
-  for (const char* what : {"TFLOP/s", "ms"}) {
-    std::printf("\n== backward progression (%s)\n| version |", what);
-    for (auto& c : cols) std::printf(" %s %lldk |", c.first ? "causal" : "full", (long long)(c.second / 1024));
-    std::printf("\n|---|");
-    for (size_t i = 0; i < cols.size(); ++i) std::printf("---|");
-    std::printf("\n");
-    for (auto& l : lines) {
-      std::printf("| v%d%s |", l.first, l.second ? " det" : "");
-      for (auto& c : cols) {
-        const Row* hit = nullptr;
-        for (const Row& r : rows)
-          if (r.version == l.first && r.det == l.second && r.causal == c.first && r.seqlen == c.second) hit = &r;
-        if (!hit) std::printf(" - |");
-        else if (what[0] == 'T') std::printf(" %.1f |", hit->tflops);
-        else std::printf(" %.3f |", hit->ms);
-      }
-      std::printf("\n");
-    }
-  }
+  print_progression_table("backward progression", rows, lines);
   std::printf("\ncsv,version,deterministic,seqlen,causal,ms,tflops,pct_peak,extra_bytes,xcheck\n");
-  for (const Row& r : rows)
+  for (const TimedRow& r : rows)
     std::printf("csv,%d,%d,%lld,%d,%.4f,%.2f,%.2f,%lld,%.3g\n", r.version, r.det ? 1 : 0, (long long)r.seqlen,
                 r.causal ? 1 : 0, r.ms, r.tflops, r.pct, (long long)r.extra, r.xcheck);
 }
@@ -229,51 +181,31 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage();
-    return 2;
-  }
   const Args args{argc, argv};
-  const std::string what = argv[1];
-  std::vector<int> versions;
-  if (what == "all" || what == "run_all") {
-    for (int64_t v : args.get_list("--versions", {0, 1, 2, 3, 4}))
-      if (v >= 0 && v < kNumVersions) versions.push_back(static_cast<int>(v));
-  } else if (what.size() == 1 && what[0] >= '0' && what[0] < '0' + kNumVersions) {
-    versions.push_back(what[0] - '0');
-  } else {
+  Command cmd;
+  if (!parse_command(args, kNumVersions, &cmd)) {
     usage();
     return 2;
   }
   std::printf("device: %s\n", device_name().c_str());
-  const uint64_t seed = args.get("--seed") ? std::strtoull(args.get("--seed"), nullptr, 10) : fresh_seed() % 1000000007ULL;
+  const uint64_t seed = program_seed(args);
 
   // 1. Validate every selected version before timing any.
-  std::vector<int> timed = versions;
+  std::vector<int> timed = cmd.versions;
   int exit_code = 0;
   if (!args.has("--no-validate")) {
     const std::map<int, int> failures =
-        validate(versions, args.has("--small"), args.has("--deterministic"), args.get("--only-dtype"),
+        validate(cmd.versions, args.has("--small"), args.has("--deterministic"), args.get("--only-dtype"),
                  args.get_int("--only-hdim", 0), seed);
-    timed.clear();
-    for (int v : versions) {
-      if (failures.at(v) == 0) timed.push_back(v);
-      else exit_code = 1;
-    }
+    timed = versions_to_time(cmd.versions, failures, &exit_code);
   }
   if (args.has("--no-time")) return exit_code;
 
   // 2. The bf16 tensor-core peak the percentages refer to.
-  double peak = args.get_double("--peak", 0.0);
-  if (peak > 0) {
-    std::printf("peak: %.1f TFLOP/s (given with --peak)\n", peak);
-  } else {
-    peak = measure_bf16_peak_tflops();
-    std::printf("peak: %.1f TFLOP/s (measured: cublasGemmEx bf16 8192^3, fp32 accumulate, median of 10)\n", peak);
-  }
+  const double peak = program_peak(args);
 
   // 3. Time.
-  const std::vector<Row> rows = time_versions(timed, args, peak);
-  if (what == "run_all") print_progression(rows);
+  const std::vector<TimedRow> rows = time_versions(timed, args, peak);
+  if (cmd.progression) print_progression(rows);
   return exit_code;
 }

@@ -29,8 +29,6 @@
 //
 // Every version is validated against the float64 CPU reference (Impl::kReference) before any is
 // timed; a version that fails is not timed and the exit code is 1.
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -38,6 +36,7 @@
 #include <vector>
 
 #include "harness.cuh"
+#include "program.cuh"
 
 using namespace flashlab;
 using namespace flashlab::learn;
@@ -48,9 +47,7 @@ constexpr int kNumVersions = 5;
 
 // Runs the validation sweep for `versions`; returns the number of failures per version.
 std::map<int, int> validate(const std::vector<int>& versions, bool small, uint64_t seed) {
-  std::map<int, int> failures;
-  for (int v : versions) failures[v] = 0;
-  std::map<int, int> skipped = failures, passed = failures;
+  ValidationTally tally(versions);
   const std::vector<testing::ProblemSpec> specs = validation_specs(small);
   std::printf("== validation: %zu shapes x %zu versions, seed %llu\n", specs.size(), versions.size(),
               static_cast<unsigned long long>(seed));
@@ -61,62 +58,26 @@ std::map<int, int> validate(const std::vector<int>& versions, bool small, uint64
     for (int v : versions) {
       bool skip = false;
       const Verdict verdict = c->check(v, &skip);
-      const char* tag = skip ? "SKIP" : verdict.pass ? "ok  " : "FAIL";
-      if (skip) ++skipped[v];
-      else if (verdict.pass) ++passed[v];
-      else ++failures[v];
-      if (!verdict.pass || skip || std::getenv("LEARN_VERBOSE"))
-        std::printf("  %s v%d %-40s %s\n", tag, v, spec.describe().c_str(), verdict.line.c_str());
+      if (tally.record(v, skip, verdict))
+        std::printf("  %s v%d %-40s %s\n", ValidationTally::tag(skip, verdict), v, spec.describe().c_str(),
+                    verdict.line.c_str());
     }
   }
-  for (int v : versions)
-    std::printf("  v%d: %d passed, %d failed, %d skipped\n", v, passed[v], failures[v], skipped[v]);
-  std::fflush(stdout);
-  return failures;
+  return tally.finish();
 }
 
-struct Row {
-  int version;
-  int64_t seqlen;
-  bool causal;
-  double ms, tflops, pct;
-  int64_t extra;
-  double xcheck;  // rel_l2 against v0's output on the same inputs (-1: not checked)
-};
-
-// rel_l2 of two device tensors of `n` elements (downloaded; used on the large timing shapes, where
-// the CPU reference is too slow, to cross-check every version against v0).
-double device_rel_l2(const DeviceBuffer& a, const DeviceBuffer& b, DType dt, int64_t n) {
-  std::vector<uint16_t> ha(n), hb(n);
-  if (!a.download(ha.data(), n * 2) || !b.download(hb.data(), n * 2)) return -1;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = load_as_float(dt, &ha[i]), y = load_as_float(dt, &hb[i]);
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return std::isfinite(num) ? std::sqrt(num / std::max(den, 1e-30)) : 1e30;
-}
-
-std::vector<Row> time_versions(const std::vector<int>& versions, const Args& args, double peak) {
-  std::vector<Row> rows;
-  const std::vector<int64_t> seqlens = args.get_list("--seqlens", {2048, 4096, 8192, 16384});
-  const std::string causal_opt = args.get("--causal") ? args.get("--causal") : "both";
-  std::vector<bool> causals;
-  if (causal_opt != "1") causals.push_back(false);
-  if (causal_opt != "0") causals.push_back(true);
-  DType dtype = DType::kBFloat16;
-  if (args.get("--dtype")) parse_dtype(args.get("--dtype"), &dtype);
-  const int64_t hdim = args.get_int("--hdim", 128), heads = args.get_int("--heads", 16);
-  const int64_t tokens = args.get_int("--tokens", 16384);
-
-  std::printf("== timing: %s hdim %lld, %lld heads, %lld tokens; median ms over reps, L2 flushed; "
-              "peak %.0f TFLOP/s\n", to_string(dtype), (long long)hdim, (long long)heads, (long long)tokens, peak);
+// Times every version on every shape of the sweep; each output is cross-checked against v0's
+// (xcheck, when v0 is timed too).
+std::vector<TimedRow> time_versions(const std::vector<int>& versions, const Args& args, double peak) {
+  std::vector<TimedRow> rows;
+  const TimingSweep sweep(args);
+  const DType dtype = sweep.dtype;
+  sweep.print_header("", peak);
   std::printf("  %-4s %-7s %-6s %10s %9s %7s %11s %9s %5s\n", "ver", "seqlen", "causal", "ms", "TFLOP/s", "%peak",
               "extra mem", "vs v0", "reps");
-  for (bool causal : causals)
-    for (int64_t seqlen : seqlens) {
-      const testing::ProblemSpec spec = timing_spec(seqlen, causal, hdim, dtype, heads, tokens);
+  for (bool causal : sweep.causals)
+    for (int64_t seqlen : sweep.seqlens) {
+      const testing::ProblemSpec spec = sweep.spec(seqlen, causal);
       TimingProblem tp;
       if (!tp.init(spec, false, 1234 + seqlen)) {
         std::printf("  could not allocate the timing problem %s\n", spec.describe().c_str());
@@ -149,47 +110,24 @@ std::vector<Row> time_versions(const std::vector<int>& versions, const Args& arg
           std::printf("  v%-3d %-7lld %-6d timing failed: %s\n", v, (long long)seqlen, causal ? 1 : 0, t.error.c_str());
           continue;
         }
-        Row r{v, seqlen, causal, t.median_ms, tflops(flops, t.median_ms), 0, extra, xcheck};
-        r.pct = peak > 0 ? 100.0 * r.tflops / peak : 0;
+        const TimedRow r = make_row(v, false, seqlen, causal, t, flops, peak, extra, xcheck);
         rows.push_back(r);
-        char xc[32] = "-";
-        if (xcheck >= 0) std::snprintf(xc, sizeof(xc), "%.1e", xcheck);
-        std::printf("  v%-3d %-7lld %-6d %10.3f %9.1f %6.1f%% %11s %9s %5d%s\n", v, (long long)seqlen, causal ? 1 : 0,
-                    r.ms, r.tflops, r.pct, fmt_bytes(extra).c_str(), xc, t.reps,
-                    bad != 0 ? "  NONFINITE OUTPUT" : "");
+        std::printf("  v%-3d %-7lld %-6d %10.3f %9.1f %6.1f%% %11s %9s %5d%s\n", v, (long long)seqlen,
+                    causal ? 1 : 0, r.ms, r.tflops, r.pct, fmt_bytes(extra).c_str(),
+                    fmt_xcheck(xcheck).c_str(), t.reps, bad != 0 ? "  NONFINITE OUTPUT" : "");
         std::fflush(stdout);
       }
     }
   return rows;
 }
 
-// The progression table: one line per version, TFLOP/s per (causal, seqlen), then ms.
-void print_progression(const std::vector<Row>& rows, const std::vector<int>& versions) {
-  std::vector<std::pair<bool, int64_t>> cols;
-  for (const Row& r : rows)
-    if (std::find(cols.begin(), cols.end(), std::make_pair(r.causal, r.seqlen)) == cols.end())
-      cols.push_back({r.causal, r.seqlen});
-  for (const char* what : {"TFLOP/s", "ms"}) {
-    std::printf("\n== progression (%s)\n| version |", what);
-    for (auto& c : cols) std::printf(" %s %lldk |", c.first ? "causal" : "full", (long long)(c.second / 1024));
-    std::printf("\n|---|");
-    for (size_t i = 0; i < cols.size(); ++i) std::printf("---|");
-    std::printf("\n");
-    for (int v : versions) {
-      std::printf("| v%d |", v);
-      for (auto& c : cols) {
-        const Row* hit = nullptr;
-        for (const Row& r : rows)
-          if (r.version == v && r.causal == c.first && r.seqlen == c.second) hit = &r;
-        if (!hit) std::printf(" - |");
-        else if (what[0] == 'T') std::printf(" %.1f |", hit->tflops);
-        else std::printf(" %.3f |", hit->ms);
-      }
-      std::printf("\n");
-    }
-  }
+// The progression table: one line per timed version (even one whose shapes all failed), then csv.
+void print_progression(const std::vector<TimedRow>& rows, const std::vector<int>& versions) {
+  std::vector<std::pair<int, bool>> lines;
+  for (int v : versions) lines.push_back({v, false});
+  print_progression_table("progression", rows, lines);
   std::printf("\ncsv,version,seqlen,causal,ms,tflops,pct_peak,extra_bytes,xcheck_vs_v0\n");
-  for (const Row& r : rows)
+  for (const TimedRow& r : rows)
     std::printf("csv,%d,%lld,%d,%.4f,%.2f,%.2f,%lld,%.3g\n", r.version, (long long)r.seqlen, r.causal ? 1 : 0, r.ms,
                 r.tflops, r.pct, (long long)r.extra, r.xcheck);
 }
@@ -203,19 +141,9 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage();
-    return 2;
-  }
   const Args args{argc, argv};
-  const std::string what = argv[1];
-  std::vector<int> versions;
-  if (what == "all" || what == "run_all") {
-    for (int64_t v : args.get_list("--versions", {0, 1, 2, 3, 4}))
-      if (v >= 0 && v < kNumVersions) versions.push_back(static_cast<int>(v));
-  } else if (what.size() == 1 && what[0] >= '0' && what[0] < '0' + kNumVersions) {
-    versions.push_back(what[0] - '0');
-  } else {
+  Command cmd;
+  if (!parse_command(args, kNumVersions, &cmd)) {
     usage();
     return 2;
   }
@@ -225,33 +153,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("device: %s\n", device_name().c_str());
-  const uint64_t seed = args.get("--seed") ? std::strtoull(args.get("--seed"), nullptr, 10) : fresh_seed() % 1000000007ULL;
+  const uint64_t seed = program_seed(args);
 
   // 1. Validate every selected version before timing any.
-  std::vector<int> timed = versions;
+  std::vector<int> timed = cmd.versions;
   int exit_code = 0;
-  if (!args.has("--no-validate")) {
-    const std::map<int, int> failures = validate(versions, args.has("--small"), seed);
-    timed.clear();
-    for (int v : versions) {
-      if (failures.at(v) == 0) timed.push_back(v);
-      else exit_code = 1;
-    }
-  }
+  if (!args.has("--no-validate"))
+    timed = versions_to_time(cmd.versions, validate(cmd.versions, args.has("--small"), seed), &exit_code);
   if (args.has("--no-time")) return exit_code;
 
   // 2. The bf16 tensor-core peak the percentages refer to.
-  double peak = args.get_double("--peak", 0.0);
-  if (peak > 0) {
-    std::printf("peak: %.1f TFLOP/s (given with --peak)\n", peak);
-  } else {
-    peak = measure_bf16_peak_tflops();
-    std::printf("peak: %.1f TFLOP/s (measured: cublasGemmEx bf16 8192^3, fp32 accumulate, median of 10)\n", peak);
-  }
+  const double peak = program_peak(args);
 
   // 3. Time.
   keep_pool_memory();
-  const std::vector<Row> rows = time_versions(timed, args, peak);
-  if (what == "run_all") print_progression(rows, timed);
+  const std::vector<TimedRow> rows = time_versions(timed, args, peak);
+  if (cmd.progression) print_progression(rows, timed);
   return exit_code;
 }

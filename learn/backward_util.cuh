@@ -74,14 +74,7 @@ inline void lowp_backward_baseline(const testing::Problem& pb, testing::HostTens
         dv->set(b, j, hk, e, dV[j * d + e]);
       }
   };
-  const int64_t n = s.batch * s.heads_kv;
-  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < nt; ++t)
-    threads.emplace_back([&, t] {
-      for (int64_t bk = t; bk < n; bk += nt) work(bk);
-    });
-  for (auto& th : threads) th.join();
+  parallel_for(s.batch * s.heads_kv, work);
 }
 
 // Bitwise equality of two host tensors' logical elements (the deterministic mode's promise).
@@ -240,20 +233,6 @@ inline Status forward_for_timing(TimingProblem& tp) {
     if (st.ok()) return LEARN_CHECK(cudaDeviceSynchronize()) ? Status::Ok() : Status(StatusCode::kDeviceError, "sync");
   }
   return st;
-}
-
-// rel_l2 of two 16-bit device tensors of n elements (cross-check of a version against v0 on the
-// large timing shapes). 1e30 when anything is not finite, -1 on error.
-inline double device_rel_l2(const DeviceBuffer& a, const DeviceBuffer& b, DType dt, int64_t n) {
-  std::vector<uint16_t> ha(n), hb(n);
-  if (!a.download(ha.data(), n * 2) || !b.download(hb.data(), n * 2)) return -1;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = load_as_float(dt, &ha[i]), y = load_as_float(dt, &hb[i]);
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return std::isfinite(num) ? std::sqrt(num / std::max(den, 1e-30)) : 1e30;
 }
 
 }  // namespace learn

@@ -1,8 +1,10 @@
 // learn/harness.cuh — the shared plumbing of the learning-path programs (llm.c's dev/cuda/common.h).
 //
-// attention_forward.cu and attention_backward.cu include this one header. It holds everything that
-// is *not* the lesson: error checks, device buffers, random inputs, running a version, validation
-// against the float64 CPU reference, timing, the tensor-core peak and memory accounting.
+// attention_forward.cu and attention_backward.cu include this header (and learn/program.cuh, the
+// plumbing of their main(): command line, validation tally, timing sweep, progression table). It
+// holds everything that is *not* the lesson: error checks, device buffers, random inputs, running a
+// version, validation against the float64 CPU reference, timing, the tensor-core peak and memory
+// accounting.
 //
 //   1. errors         LEARN_CHECK(expr) prints "file:line: expr: error" and yields false
 //   2. buffers        DeviceBuffer (RAII, poison = NaN bytes), fill_random_device, count_nonfinite
@@ -10,7 +12,8 @@
 //                     TimingProblem is a large problem filled on the device (no host copy)
 //   4. running        run_forward / run_backward: learn_supports + learn_forward/learn_backward
 //   5. validation     reference_forward (Impl::kReference, float64), lowp_forward_baseline,
-//                     judge(): err <= 2 * same-precision-baseline err + floor, NaN never passes
+//                     judge(): err <= 2 * same-precision-baseline err + floor, NaN never passes;
+//                     parallel_for (the CPU baselines' threads)
 //   6. shapes         validation_specs() (awkward shapes), timing_specs() (the standard shape)
 //   7. timing         time_ms(): warm-up, L2 flush before every rep, CUDA events, median
 //   8. peak, memory   measure_bf16_peak_tflops() (cublasGemmEx 8192^3), PoolPeak (extra memory),
@@ -332,6 +335,19 @@ inline Status reference_backward(testing::Problem& pb) {
   return attention_backward(pb.bwd_params(Impl::kReference));
 }
 
+// Calls work(i) for i in [0, n) on up to one thread per core, item i on thread i % threads (the
+// CPU baselines' loops over (batch, head): each item writes only its own outputs).
+template <typename F>
+void parallel_for(int64_t n, const F& work) {
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < nt; ++t)
+    threads.emplace_back([&, t] {
+      for (int64_t i = t; i < n; i += nt) work(i);
+    });
+  for (auto& th : threads) th.join();
+}
+
 // A same-precision baseline for the forward pass: what a correct kernel that keeps scores and sums
 // in fp32 but feeds P to the P.V product in the element type (as tensor-core kernels do) gets.
 // Its distance to the float64 reference sets the tolerance scale of judge(). Plain causal /
@@ -380,14 +396,7 @@ inline void lowp_forward_baseline(const testing::Problem& pb, testing::HostTenso
           hi >= 0 ? m + std::log(l) : -std::numeric_limits<float>::infinity();
     }
   };
-  const int64_t n = s.batch * s.heads_q;
-  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < nt; ++t)
-    threads.emplace_back([&, t] {
-      for (int64_t bh = t; bh < n; bh += nt) work(bh);
-    });
-  for (auto& th : threads) th.join();
+  parallel_for(s.batch * s.heads_q, work);
 }
 
 // The spacing of the element type just above 1 (bf16 2^-7, fp16 2^-10): the tolerance floors are
