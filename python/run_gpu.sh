@@ -54,7 +54,8 @@ else
   summary+=("import order rc=$?: $(tail -1 "$OUT/import_order.log")")
   # The NumPy tests alone (no torch in the process), then the torch tests. This package's tests
   # only: python/tests/test_triton.py belongs to the Triton run.
-  timeout 120 python3 -m pytest -rs python/tests/test_core.py >"$OUT/core.log" 2>&1
+  FLASHLAB_TEST_IMPORT_ORDER=flashlab timeout 120 python3 -m pytest -rs python/tests/test_core.py \
+    >"$OUT/core.log" 2>&1
   summary+=("test_core rc=$?: $(tail -1 "$OUT/core.log")")
   torch_tests() {  # label, then env assignments for the run
     local label=$1
@@ -66,13 +67,12 @@ else
     return $rc
   }
   crashed() { [ "$1" -eq 139 ] || [ "$1" -eq 134 ] || [ "$1" -eq 124 ]; }
-  torch_tests default
+  # Torch tests with torch imported (and CUDA initialized) first, then flashlab first (see
+  # python/tests/conftest.py); if the first crashes, once more without LD_LIBRARY_PATH.
+  torch_tests torch_first
   rc=$?
-  if crashed $rc; then  # fallbacks, for the diagnosis: no LD_LIBRARY_PATH; torch initialized first
-    torch_tests no_ld_path -u LD_LIBRARY_PATH
-    rc=$?
-    if crashed $rc; then torch_tests torch_first FLASHLAB_TEST_TORCH_FIRST=1; fi
-  fi
+  torch_tests flashlab_first FLASHLAB_TEST_IMPORT_ORDER=flashlab
+  if crashed $rc; then torch_tests no_ld_path -u LD_LIBRARY_PATH; fi
   timeout 90 python3 python/scripts/measure_overhead.py 2>&1 | tee "$OUT/overhead.md"
   summary+=("overhead rc=${PIPESTATUS[0]}")
 fi
