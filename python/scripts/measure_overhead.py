@@ -6,7 +6,7 @@
    this is argument parsing, DLPack export, validation and launch), flashlab.torch vs SDPA, and
    the same call replayed from a CUDA graph (what training loops that capture graphs pay).
 2. Device time on a standard shape (bf16, batch 4, seqlen 4096, 16 heads, head_dim 128), median
-   of CUDA-event timings: flashlab.torch (learn_v4 through the custom ops) vs SDPA's flash
+   of CUDA-event timings of 10 back-to-back calls: flashlab.torch (learn_v4 through the custom ops) vs SDPA's flash
    backend, forward and forward+backward. The flashlab number includes the binding; compare with
    docs/learn/perf-*.md (the C++ harness) to see that the binding adds nothing measurable there.
 """
@@ -45,17 +45,21 @@ def graph_us_per_call(fn, iters=2000):
     return host_us_per_call(g.replay, iters)
 
 
-def device_ms(fn, reps=30):
+def device_ms(fn, reps=30, calls=10):
+    """Median over `reps` of the event time of `calls` back-to-back calls, per call. Back to back,
+    so that the host's launch latency (~0.1 ms here) overlaps the previous call's GPU work instead
+    of showing up as an idle gap after the start event."""
     for _ in range(5):
         fn()
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(calls):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / calls)
     return statistics.median(times)
 
 
