@@ -15,7 +15,10 @@ import flashlab  # noqa: E402
 from flashlab import flash_attn_interface as fa  # noqa: E402
 from attention_reference import check_close, to_numpy, torch_attention, torch_term_scales  # noqa: E402
 
-HAS_CUDA = torch.cuda.is_available() and flashlab.build_info()["cuda_compiled"]
+# From flashlab's view (a CUDA build that sees a device) and torch's build, without calling
+# torch.cuda.is_available(): see python/tests/conftest.py on the import-order crash.
+_INFO = flashlab.build_info()
+HAS_CUDA = _INFO["cuda_compiled"] and _INFO["cuda_device_count"] > 0 and torch.version.cuda is not None
 cuda_only = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device and a CUDA build of libflashlab")
 
 _COMMON = [("dropout_p", 0.0), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
