@@ -37,12 +37,14 @@ from ._common import LN2, LOG2E, TileConfig, check_inputs, strides4
 _LOG2E = tl.constexpr(LOG2E)
 
 
-def fa1_config(head_dim):
-    """Tile sizes (forward and backward). Small tiles: the backward holds Kj, Vj, dKj and dVj in
-    registers at once; FA1 is the slow reference of the lesson, so no tuning went into these."""
-    if head_dim <= 128:
-        return TileConfig(block_m=64, block_n=64, num_warps=4, num_stages=2)
-    return TileConfig(block_m=32, block_n=32, num_warps=4, num_stages=2)
+def fa1_config(head_dim, backward=False):
+    """Tile sizes: spill-free on sm_90 (see fa2.py's note); FA1 is the slow reference of the
+    lesson, so no timing went into them. The backward holds Kj, Vj, dKj and dVj at once."""
+    if not backward:
+        return TileConfig(64, 64, 4, 2) if head_dim <= 128 else TileConfig(32, 32, 4, 2)
+    if head_dim <= 64:
+        return TileConfig(64, 64, 8, 2)
+    return TileConfig(32, 64, 8, 2) if head_dim <= 128 else TileConfig(32, 32, 8, 2)
 
 
 @triton.jit
@@ -54,7 +56,7 @@ def _visible(rows, cols, seqlen_q, seqlen_k, CAUSAL: tl.constexpr):
     return ok
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _fa1_fwd_kernel(Q, K, V, O, M, L,
                     sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sob, som, soh, sod,
                     seqlen_q, seqlen_k, heads_q, group, qk_scale,
@@ -128,7 +130,7 @@ def fa1_forward(q, k, v, causal=False, softmax_scale=None, config=None):
     return o.to(q.dtype), lse
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _fa1_bwd_kernel(Q, K, V, O, DO, LSE, DQ, DK, DV,
                     sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd,
                     sob, som, soh, sod, sdb, sdm, sdh, sdd, sqgb, sqgm, sqgh, sqgd,
@@ -193,7 +195,7 @@ def fa1_backward(do, q, k, v, out, lse, causal=False, softmax_scale=None, config
     dk = torch.zeros((batch, seqlen_k, heads_kv, head_dim), dtype=k.dtype, device=k.device)
     dv = torch.zeros_like(dk)
     if dq.numel() > 0 and dk.numel() > 0:
-        cfg = config or fa1_config(head_dim)
+        cfg = config or fa1_config(head_dim, backward=True)
         _fa1_bwd_kernel[(batch * heads_kv,)](
             q, k, v, out, do, lse, dq, dk, dv, *strides4(q), *strides4(k), *strides4(v), *strides4(out),
             *strides4(do), *strides4(dq), *strides4(dk), *strides4(dv),

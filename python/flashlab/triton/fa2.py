@@ -41,25 +41,27 @@ _LOG2E = tl.constexpr(LOG2E)
 _LN2 = tl.constexpr(LN2)
 
 
-# The one place tile sizes are chosen (H100, bf16; measured by flashlab.triton.tune, numbers in
-# docs/learn/triton.md). Larger tiles reuse each loaded K/V block for more rows, but the O
-# accumulator (block_m x head_dim floats) must fit the registers of num_warps warps.
+# The one place tile sizes are chosen. Every choice compiles for sm_90 without register spills
+# (`python -m flashlab.triton.resources` prints registers, spills, shared memory and wgmma counts
+# with no GPU); among those, flashlab.triton.tune timed a few on the H100 (docs/learn/triton.md).
+# The O accumulator (block_m x head_dim floats) and, backward, dK and dV (2 x block_n x head_dim
+# floats) must fit the registers of num_warps warps: 255 per thread at most.
 def fwd_config(head_dim):
     if head_dim <= 64:
         return TileConfig(block_m=128, block_n=64, num_warps=4, num_stages=3)
     if head_dim <= 128:
         return TileConfig(block_m=128, block_n=64, num_warps=8, num_stages=3)
-    return TileConfig(block_m=64, block_n=64, num_warps=4, num_stages=2)  # 256: O alone is 128 regs
+    return TileConfig(block_m=64, block_n=64, num_warps=8, num_stages=2)    # 4 warps spill at 256
 
 
 def bwd_configs(head_dim):
     """(dK/dV config, dQ config). In the dK/dV kernel block_n is the key block a program owns and
-    block_m the query block it streams; dK and dV (2 x block_n x head_dim floats) are the registers."""
+    block_m the query block it streams: a short block_m keeps the transposed scores small."""
     if head_dim <= 64:
-        return TileConfig(64, 128, 8, 2), TileConfig(128, 64, 8, 2)
+        return TileConfig(32, 128, 8, 3), TileConfig(128, 64, 8, 2)
     if head_dim <= 128:
-        return TileConfig(64, 128, 8, 2), TileConfig(128, 64, 8, 2)
-    return TileConfig(32, 64, 8, 2), TileConfig(64, 32, 4, 2)
+        return TileConfig(32, 128, 8, 3), TileConfig(128, 64, 8, 2)
+    return TileConfig(16, 64, 8, 2), TileConfig(64, 32, 8, 2)
 
 
 @triton.jit
@@ -97,7 +99,9 @@ def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start, end, offs_m, offs_n,
     return acc, l_i, m_i
 
 
-@triton.jit
+# Triton specializes integer arguments equal to 1 or divisible by 16; the kernels gain nothing
+# from that for seqlens, so they are exempt (fewer compiled variants across awkward shapes).
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _fwd_kernel(Q, K, V, O, LSE,
                 sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sob, som, soh, sod,
                 seqlen_q, seqlen_k, heads_q, group, qk_scale,
@@ -167,7 +171,7 @@ def fa2_forward(q, k, v, causal=False, softmax_scale=None, config=None):
 
 # ----------------------------------------------------------------------------------------- backward
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q"])
 def _bwd_preprocess(O, DO, DELTA, sob, som, soh, sod, sdb, sdm, sdh, sdd, seqlen_q, heads_q,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
     """Delta_i = rowsum(dO_i ∘ O_i) = rowsum(P_i ∘ dP_i): the term every dS_ij needs."""
@@ -220,7 +224,7 @@ def _dkdv_inner(dk, dv, k, v, q_ptrs, do_ptrs, lse_ptr, delta_ptr, start, end, o
     return dk, dv
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV,
                      sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sdb, sdm, sdh, sdd,
                      sdkb, sdkn, sdkh, sdkd, sdvb, sdvn, sdvh, sdvd,
@@ -305,7 +309,7 @@ def _dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, start, end, offs_m, offs_n,
     return dq
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
                    sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sdb, sdm, sdh, sdd,
                    sdqb, sdqm, sdqh, sdqd,
