@@ -57,7 +57,7 @@ if has test; then
   # -n 8 (pytest-xdist): the compiles of the kernel variants run in parallel processes.
   # --noconftest: python/tests/conftest.py needs the extension; these tests do not.
   xdist=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 8")
-  timeout 420 python3 -m pytest -q -rs $xdist --noconftest --durations=10 -p no:cacheprovider \
+  timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rs $xdist --noconftest --durations=10 -p no:cacheprovider \
     "$ROOT/python/tests/test_triton.py" >"$OUT/pytest.log" 2>&1
   rc=$?
   tail -25 "$OUT/pytest.log"
