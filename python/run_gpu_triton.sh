@@ -7,6 +7,7 @@
 #   device run, carry ["build-carry"]:  bash python/run_gpu_triton.sh [phases]
 #   phases (default build,test,tune,bench): comma-separated
 #   BENCH_ARGS="--hdims 64,128 --deadline 400" bash python/run_gpu_triton.sh bench
+#   BENCH2_ARGS="--impls flex --hdims 128": a second sweep merged into the same table
 #
 # $OUT (default out-triton) gets at most 8 files: setup.log, pytest.log, tune.txt, bench.md,
 # bench.png, results.jsonl, extra.tgz (everything else); a summary prints last.
@@ -75,6 +76,13 @@ if has bench; then
   timeout ${BENCH_TIMEOUT:-560} python3 -m flashlab.bench --out /tmp/bench-out ${BENCH_ARGS:-} \
     >"$OUT/bench.log" 2>"$OUT/bench.err"
   rc=$?
+  # An optional second sweep into the same results (e.g. the compile-heavy flex peer on fewer
+  # shapes): --resume keeps the first sweep's points.
+  if [ -n "${BENCH2_ARGS:-}" ]; then
+    timeout ${BENCH2_TIMEOUT:-300} python3 -m flashlab.bench --out /tmp/bench-out --resume $BENCH2_ARGS \
+      >>"$OUT/bench.log" 2>>"$OUT/bench.err"
+    rc=$?
+  fi
   # Killed by the timeout: render the table and plot from the points measured so far.
   [ $rc -ne 0 ] && python3 -m flashlab.bench --out /tmp/bench-out --render-only >>"$OUT/bench.log" 2>&1
   cp /tmp/bench-out/bench.md /tmp/bench-out/bench.png /tmp/bench-out/results.jsonl "$OUT/" 2>/dev/null
