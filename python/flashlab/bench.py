@@ -450,6 +450,8 @@ def main(argv=None):
         header = ("## flashlab.bench: attention forward and backward, bf16\n\n" + environment(argv)
                   + f"\n- grid: batch = {args.tokens} / seqlen, heads = {args.width} / head_dim, seqlen_q = seqlen_k; "
                   + f"{args.budget_ms:.0f} ms of timed calls per point, median; L2 flushed between calls")
+        if args.resume and os.path.exists(header_path):   # a later sweep merged into this table
+            header = open(header_path).read() + f"\n- merged with: `python -m flashlab.bench {' '.join(argv)}`"
         with open(header_path, "w") as fh:
             fh.write(header)
         with open(path_jsonl, "w") as fh:      # rewrite: keeps the resumed points, drops failed ones
