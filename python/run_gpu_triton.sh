@@ -59,7 +59,7 @@ if has test; then
   # --noconftest: python/tests/conftest.py needs the extension; these tests do not.
   xdist=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 8")
   timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rs $xdist --noconftest --durations=10 -p no:cacheprovider \
-    "$ROOT/python/tests/test_triton.py" >"$OUT/pytest.log" 2>&1
+    ${TEST_ARGS:-} "$ROOT/python/tests/test_triton.py" >"$OUT/pytest.log" 2>&1
   rc=$?
   tail -25 "$OUT/pytest.log"
   summary+=("triton tests rc=$rc ($(($(date +%s) - t0)) s): $(tail -1 "$OUT/pytest.log")")
