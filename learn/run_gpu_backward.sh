@@ -39,7 +39,7 @@ if has racecheck; then
   note "racecheck rc=$? $(grep -E '^  v[0-9]: ' "$OUT/racecheck.log" | tr '\n' ';') $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" | tail -1)"
 fi
 if has time; then
-  timeout "${T_TIME:-150}" "$AB" run_all --no-validate --deterministic --seqlens "$SEQLENS" \
+  timeout "${T_TIME:-200}" "$AB" run_all --no-validate --deterministic --seqlens "$SEQLENS" \
     --versions "${TIME_VERSIONS:-0,1,2,3,4}" 2>&1 | tee "$OUT/time.log"
   note "time rc=$?"
 fi
