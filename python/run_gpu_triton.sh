@@ -6,14 +6,20 @@
 #
 #   device run, carry ["build-carry"]:  bash python/run_gpu_triton.sh [phases]
 #   phases (default build,test,tune,bench): comma-separated
-#   BENCH_ARGS="--hdims 64,128 --deadline 400" bash python/run_gpu_triton.sh bench
+#   BENCH_ARGS="--hdims 64,128" bash python/run_gpu_triton.sh bench
 #   BENCH2_ARGS="--impls flex --hdims 128": a second sweep merged into the same table
+#   BENCH_RESUME_DIR=bench-resume (carried): continue the points of an earlier call
+#   SCRIPT_BUDGET=570: seconds for the whole script; the benchmark's --deadline is what is left
 #
 # $OUT (default out-triton) gets at most 8 files: setup.log, pytest.log, tune.txt, bench.md,
-# bench.png, results.jsonl, extra.tgz (everything else); a summary prints last.
+# bench.png, results.jsonl, header.md, extra.tgz (everything else); a summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+START=$(date +%s)
+# The whole script stays inside one 600 s device call: the benchmark gets what the other phases
+# leave (its --deadline), minus a margin for rendering the table and the plot.
+SCRIPT_BUDGET=${SCRIPT_BUDGET:-570}
 OUT=${OUT:-out-triton}
 PHASES=${1:-build,test,tune,bench}
 mkdir -p "$OUT"
@@ -72,8 +78,14 @@ fi
 if has bench; then
   t0=$(date +%s)
   mkdir -p /tmp/bench-out
+  # Resume from an earlier call's points: carry a folder holding its results.jsonl + header.md.
+  if [ -n "${BENCH_RESUME_DIR:-}" ] && [ -f "$ROOT/$BENCH_RESUME_DIR/results.jsonl" ]; then
+    cp "$ROOT/$BENCH_RESUME_DIR"/results.jsonl "$ROOT/$BENCH_RESUME_DIR"/header.md /tmp/bench-out/ 2>/dev/null
+    BENCH_ARGS="--resume ${BENCH_ARGS:-}"
+  fi
+  left=$((SCRIPT_BUDGET - ($(date +%s) - START) - 30))
   # tqdm's bar goes to stderr: keep it out of the log, whose tail is the table.
-  timeout ${BENCH_TIMEOUT:-560} python3 -m flashlab.bench --out /tmp/bench-out ${BENCH_ARGS:-} \
+  timeout ${BENCH_TIMEOUT:-$((left + 20))} python3 -m flashlab.bench --out /tmp/bench-out --deadline $left ${BENCH_ARGS:-} \
     >"$OUT/bench.log" 2>"$OUT/bench.err"
   rc=$?
   # An optional second sweep into the same results (e.g. the compile-heavy flex peer on fewer
@@ -85,11 +97,11 @@ if has bench; then
   fi
   # Killed by the timeout: render the table and plot from the points measured so far.
   [ $rc -ne 0 ] && python3 -m flashlab.bench --out /tmp/bench-out --render-only >>"$OUT/bench.log" 2>&1
-  cp /tmp/bench-out/bench.md /tmp/bench-out/bench.png /tmp/bench-out/results.jsonl "$OUT/" 2>/dev/null
+  cp /tmp/bench-out/bench.md /tmp/bench-out/bench.png /tmp/bench-out/results.jsonl /tmp/bench-out/header.md "$OUT/" 2>/dev/null
   summary+=("bench rc=$rc ($(($(date +%s) - t0)) s)")
 fi
 cd "$OUT"
-extras=$(ls | grep -v -E '^(setup.log|pytest.log|tune.txt|bench.md|bench.png|results.jsonl)$')
+extras=$(ls | grep -v -E '^(setup.log|pytest.log|tune.txt|bench.md|bench.png|results.jsonl|header.md)$')
 [ -n "$extras" ] && tar czf extra.tgz $extras -C /tmp bench-out 2>/dev/null && rm -f $extras
 ls -la
 if [ -f bench.md ]; then grep -E '^(###|\| (impl|triton|flashlab|sdpa_flash))' bench.md | head -80; fi

@@ -197,10 +197,11 @@ def run(args, impls, records, path_jsonl):
 
     dtype = torch.bfloat16
     timer = Timer(torch, args.budget_ms)
-    done = {(r["impl"], r["pass"], r["hdim"], r["causal"], r["seqlen"]) for r in records}
+    t0 = time.time()
+    done = {(r["impl"], r["pass"], r["hdim"], r["causal"], r["seqlen"]): r for r in records}
     points = [(d, c, s) for d in args.hdims for c in args.causal for s in args.seqlens]
     bar = progress(len(points) * len(impls) * len(args.passes))
-    fns, too_slow, t0 = {}, {}, time.time()
+    fns, too_slow = {}, {}
     for d, causal, s in points:
         batch, heads = max(1, args.tokens // s), max(1, args.width // d)
         g = torch.Generator(device="cuda").manual_seed(s * 1000 + d)
@@ -210,7 +211,9 @@ def run(args, impls, records, path_jsonl):
             for ps in args.passes:
                 bar.set_description(f"{name} {ps} d{d} {'causal' if causal else 'full'} {s}")
                 key = (name, ps, d, causal, s)
-                if key in done:
+                if key in done:                    # resumed: keep it, and its time-cap verdict
+                    if 2 * (done[key]["ms"] or 0.0) > args.cap_ms:
+                        too_slow[(name, ps, d, causal)] = f"{done[key]['ms']:.0f} ms at seqlen {s}: longer seqlens pass --cap-ms"
                     bar.update()
                     continue
                 rec = {"impl": name, "pass": ps, "hdim": d, "causal": causal, "seqlen": s, "batch": batch,

@@ -21,7 +21,7 @@ Backward (three launches):
   pair, so it could add dS·K into a float32 dQ with tl.atomic_add (5 products, FA2's paper). A
   separate pass costs two more products (QKᵀ and dO·Vᵀ again: 7 instead of 5) but is deterministic
   (the same bits every run), needs no float32 dQ buffer nor a zeroing pass, and its stores are
-  plain. docs/learn/triton.md measures the trade.
+  plain. docs/learn/triton.md discusses the trade (and exercise 2 builds the atomic version).
 
 Masks: a key block is "full" when every query row of the tile sees every key in it; those blocks run
 a mask-free copy of the loop body (MASKED=False); only blocks that cross the causal diagonal or the
