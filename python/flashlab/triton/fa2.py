@@ -41,9 +41,11 @@ _LOG2E = tl.constexpr(LOG2E)
 _LN2 = tl.constexpr(LN2)
 
 
-# The one place tile sizes are chosen. Every choice compiles for sm_90 without register spills
+# The one place tile sizes are chosen. Every choice compiles for sm_90 without register spills but
+# the d 256 dK/dV one (112 bytes, the fewest of its candidates)
 # (`python -m flashlab.triton.resources` prints registers, spills, shared memory and wgmma counts
-# with no GPU); among those, flashlab.triton.tune timed a few on the H100 (docs/learn/triton.md).
+# with no GPU); `python -m flashlab.triton.tune` times the candidates on a GPU (not yet run on the
+# H100 for these defaults: docs/learn/triton.md).
 # The O accumulator (block_m x head_dim floats) and, backward, dK and dV (2 x block_n x head_dim
 # floats) must fit the registers of num_warps warps: 255 per thread at most.
 def fwd_config(head_dim):
