@@ -36,7 +36,6 @@ DIR/bench.png (TFLOP/s vs seqlen, one panel per head_dim x causal x pass).
 import argparse
 import datetime
 import json
-import math
 import os
 import statistics
 import sys

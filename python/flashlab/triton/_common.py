@@ -84,7 +84,3 @@ def strides4(t):
     """The four strides of a (batch, seqlen, heads, head_dim) tensor, in that order."""
     return t.stride(0), t.stride(1), t.stride(2), t.stride(3)
 
-
-def first_row_seeing(key, seqlen_q, seqlen_k):
-    """The first query row that sees `key` under the bottom-right causal mask (may be negative)."""
-    return key - (seqlen_k - seqlen_q)

@@ -75,7 +75,7 @@ def main(argv=None):
             cfg = TileConfig(*c)
             run(f"bwd dq {cfg}", lambda: fa2_backward(do, q, k, v, out, lse, args.causal, None, (default_kv, cfg)),
                 2.5 * fl, cfg == default_q)
-        del q, k, v, do, out, lse
+        q = k = v = do = out = lse = None  # free this head_dim's tensors before the next
         torch.cuda.empty_cache()
 
 
