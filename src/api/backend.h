@@ -28,6 +28,14 @@ Status learn_forward(int version, const FwdParams& p);
 Status learn_backward(int version, const BwdParams& p);
 #endif
 
+#if defined(FLASHLAB_WITH_CUDA_SM80)
+// Production CuTe kernels for sm80 and later, src/cuda/sm80/ (api_sm80.cpp). Forward only so far;
+// not yet verified on a GPU, so reachable only by an explicit Impl::kCudaSm80.
+Status sm80_supports(const AttentionConfig& c, bool backward);
+Status sm80_forward(const FwdParams& p);
+Status sm80_backward(const BwdParams& p);
+#endif
+
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).
 constexpr int64_t kCpuMaxHeadDim = 512;
 

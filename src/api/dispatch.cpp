@@ -2,7 +2,8 @@
 //
 //   attention_forward(p)
 //     -> validate_forward_generic(p)        generic rules (validate.cpp)
-//     -> resolve kAuto to a concrete impl   (first available backend in kBackends that supports p)
+//     -> resolve kAuto to a concrete impl   (first available backend in kBackends that supports p;
+//                                            kExperimentalBackends are reachable only by name)
 //     -> backend.supports(p)                the implementation's own limits
 //     -> fill defaults (softmax_scale)      backends always see a finite scale
 //     -> backend.forward(p)                 exceptions become Status; nothing escapes
@@ -56,6 +57,10 @@ template <int V>
 Status learn_bwd_v(const BwdParams& p) { return learn_backward(V, p); }
 #endif
 
+#if defined(FLASHLAB_WITH_CUDA_SM80)
+Status sm80_supports_named(const AttentionConfig& c, bool backward, const char*) { return sm80_supports(c, backward); }
+#endif
+
 // Order matters for kAuto: the first available row that supports the call wins, so the fastest
 // implementation of each device comes first.
 const Backend kBackends[] = {
@@ -77,11 +82,25 @@ const Backend kBackends[] = {
      cpu_supports, reference_forward, reference_backward},
 };
 
+// Implementations not yet verified on a GPU: reachable by an explicit impl, never chosen by kAuto.
+// A row moves up into kBackends once a GPU run has validated it against the reference.
+const Backend kExperimentalBackends[] = {
+#if defined(FLASHLAB_WITH_CUDA_SM80)
+    {Impl::kCudaSm80, "cuda_sm80", Device::kCUDA,
+     "production CuTe kernels, sm80+ (experimental: not yet verified on a GPU; forward only)",
+     sm80_supports_named, sm80_forward, sm80_backward},
+#endif
+    // Keeps the array non-empty in builds without experimental rows (never matches a real impl).
+    {Impl::kAuto, "", Device::kCPU, "", nullptr, nullptr, nullptr},
+};
+
 bool available(const Backend& b) { return b.device == Device::kCPU || cuda_device_count() > 0; }
 
 const Backend* find_backend(Impl impl) {
   for (const Backend& b : kBackends)
     if (b.impl == impl) return &b;
+  for (const Backend& b : kExperimentalBackends)
+    if (b.impl == impl && b.supports != nullptr) return &b;
   return nullptr;
 }
 
@@ -188,6 +207,8 @@ std::vector<ImplInfo> list_implementations() {
   std::vector<ImplInfo> v;
   for (const detail::Backend& b : detail::kBackends)
     v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
+  for (const detail::Backend& b : detail::kExperimentalBackends)
+    if (b.supports != nullptr) v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
   return v;
 }
 

@@ -1,0 +1,90 @@
+// src/cuda/sm80/dropout.h — dropout on the probabilities P, with the CPU reference's keep-mask.
+//
+// The mask is flashlab/philox.h's dropout_words(), called with the same key (seed, offset, batch,
+// heads_q, head, row, col) as every other backend, so a kept element here is kept everywhere, bit
+// for bit. One Philox call yields the words of 4 adjacent columns; a thread's accumulator holds
+// columns in adjacent pairs (2t, 2t + 1 of each n8 tile: both in one group of 4), so one call
+// serves two scores. Dropped probabilities become 0 after the row sum was taken (LSE and the
+// normalizer belong to the undropped softmax); the 1 / (1 - p) factor is applied to O once, at the
+// end (OnlineSoftmax::finalize).
+#pragma once
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+
+#include "cuda/sm80/fwd_params.h"
+#include "cuda/sm80/tile_scheduler.h"
+#include "flashlab/philox.h"
+
+namespace flashlab {
+namespace sm80 {
+
+using namespace cute;
+
+template <bool kEnabled>
+struct DropoutFwd;
+
+template <>
+struct DropoutFwd<false> {
+  __device__ DropoutFwd(const DropoutParams&, const FwdTile&, int) {}
+  __device__ float keep_scale() const { return 1.0f; }
+  template <typename TensorP, typename TensorC>
+  __device__ void apply(TensorP&, TensorC const&, int, int) const {}
+};
+
+template <>
+struct DropoutFwd<true> {
+  uint64_t seed, offset;
+  uint32_t threshold;
+  float scale;
+  int batch, heads_q, head;
+
+  __device__ DropoutFwd(const DropoutParams& p, const FwdTile& t, int heads_q_)
+      : seed(p.seed),
+        offset(p.offset),
+        threshold(p.threshold),
+        scale(p.keep_scale),
+        batch(t.batch),
+        heads_q(heads_q_),
+        head(t.head) {}
+
+  __device__ float keep_scale() const { return scale; }
+
+  // p: (rows, cols) = ((2, MMA_M), (2, MMA_N)) probabilities; tPcP: the same shape -> (row, col)
+  // tile coordinates. m0, n0: sequence positions of the tile's first row and column.
+  // Two passes per row: a rolled loop draws the keep bits into a mask (one Philox in flight at a
+  // time: unrolled, the 10-round chains of all n8 tiles interleave and spill the S tile), then an
+  // unrolled loop zeroes the dropped scores (P must be indexed with compile-time indices to stay
+  // in registers).
+  template <typename TensorP, typename TensorC>
+  __device__ void apply(TensorP& p, TensorC const& tPcP, int m0, int n0) const {
+    static_assert(decltype(size<1, 0>(p))::value == 2, "expects column pairs (2t, 2t + 1) in mode (1, 0)");
+    constexpr int kTiles = decltype(size<1, 1>(p))::value;  // n8 tiles per row
+    static_assert(2 * kTiles <= 32, "the keep bits of one row fit a 32-bit mask");
+    const int j0 = n0 + get<1>(tPcP(0, 0));
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(p); ++r) {
+      const int row = m0 + get<0>(tPcP(r, 0));
+      uint32_t keep = 0;
+#pragma unroll 1
+      for (int n = 0; n < kTiles; ++n) {
+        const int col = j0 + (get<1>(tPcP(0, make_coord(0, n))) - get<1>(tPcP(0, 0)));  // even: 2t + 8·tile
+        const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, row, col);
+        // col % 4 is 0 or 2: pick the pair with selects (an indexed w.x[] would go to local memory).
+        const bool high = (col & 2) != 0;
+        const uint32_t w0 = high ? w.x[2] : w.x[0];
+        const uint32_t w1 = high ? w.x[3] : w.x[1];
+        keep |= (uint32_t(w0 >= threshold) | (uint32_t(w1 >= threshold) << 1)) << (2 * n);
+      }
+      CUTE_UNROLL
+      for (int n = 0; n < kTiles; ++n) {
+        if (!((keep >> (2 * n)) & 1u)) p(r, make_coord(0, n)) = 0.0f;
+        if (!((keep >> (2 * n + 1)) & 1u)) p(r, make_coord(1, n)) = 0.0f;
+      }
+    }
+  }
+};
+
+}  // namespace sm80
+}  // namespace flashlab

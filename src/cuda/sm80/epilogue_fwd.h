@@ -1,0 +1,99 @@
+// src/cuda/sm80/epilogue_fwd.h — write O (the CTA's normalized accumulator) and LSE.
+//
+// O goes registers -> shared -> global: the accumulator layout gives a thread pairs of adjacent
+// columns on 8 scattered rows, so it is first stored into shared memory (the swizzled Q layout: Q is
+// no longer needed) and read back in 16-byte row segments, which become coalesced 16-byte global
+// stores. Rows past the sequence and columns past head_dim are not written. LSE is written by the
+// first thread of each quad (all four hold the same rows).
+#pragma once
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+
+#include "cuda/sm80/fragments.h"
+#include "cuda/sm80/fwd_params.h"
+#include "cuda/sm80/tile_scheduler.h"
+
+namespace flashlab {
+namespace sm80 {
+
+using namespace cute;
+
+template <typename Traits>
+struct EpilogueFwd {
+  using Element = typename Traits::Element;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kRows = Traits::kRowsPerThread;
+
+  Element* o_ptr;  // row 0 of this CTA's query block
+  int64_t o_row_stride;
+  float* lse_ptr;  // LSE of row 0 of this CTA's query block; null: not requested
+  int q_rows;      // valid rows from o_ptr on (may exceed kBlockM)
+  int head_dim;
+  int tid;
+
+  __device__ EpilogueFwd(const EpilogueParams& p, const FwdTile& t)
+      : o_row_stride(p.o_row_stride), head_dim(p.head_dim), tid(static_cast<int>(threadIdx.x)) {
+    const int64_t m0 = int64_t(t.m_block) * kBlockM;
+    o_ptr = static_cast<Element*>(p.o) +
+            t.q_offset(p.o_batch_stride, p.o_row_stride, p.o_head_stride, m0, t.head);
+    lse_ptr = p.lse ? p.lse + t.lse_offset(p.lse_batch_stride, p.lse_head_stride) + m0 : nullptr;
+    q_rows = t.q_len - static_cast<int>(m0);
+  }
+
+  // acc_o: ((2, 2), MMA_M, HDIM / 8) fp32, already normalized; lse: one value per thread row.
+  // Every thread of the CTA must call this (it contains a barrier).
+  template <typename AccO>
+  __device__ void store(AccO const& acc_o, const float (&lse)[kRows], char* smem) const {
+    typename Traits::TiledMma mma;
+    auto thr_mma = mma.get_thread_slice(tid);
+
+    // ---- LSE: rows this thread holds, from the accumulator's coordinates.
+    Tensor cO = make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{});  // (BLK_M, HDIM) -> (row, col)
+    Tensor tOcO = rowcol_view(thr_mma.partition_C(cO));                      // (rows, cols) -> (row, col)
+    if (lse_ptr != nullptr && get<1>(tOcO(0, 0)) == 0) {  // column 0: the quad's first thread
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const int row = get<0>(tOcO(r, 0));
+        if (row < q_rows) lse_ptr[row] = lse[r];
+      }
+    }
+
+    // ---- O: registers -> shared (16-bit, swizzled like Q).
+    Tensor rO = convert_fragment<Element>(acc_o);  // ((2, 2), MMA_M, HDIM / 8)
+    Tensor sO = make_tensor(make_smem_ptr(reinterpret_cast<Element*>(smem)),
+                            typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
+    auto copy_r2s = make_tiled_copy_C(typename Traits::SmemCopyAtomO{}, mma);
+    auto thr_r2s = copy_r2s.get_thread_slice(tid);
+    Tensor taccOrO = thr_r2s.retile_S(rO);     // (CPY, CPY_M, CPY_N)
+    Tensor taccOsO = thr_r2s.partition_D(sO);  // (CPY, CPY_M, CPY_N)
+    copy(copy_r2s, taccOrO, taccOsO);
+    __syncthreads();  // the 16-byte segments below mix rows written by different warps
+
+    // ---- O: shared -> registers (16-byte segments) -> global, predicated on rows and columns.
+    Tensor gO =
+        make_tensor(make_gmem_ptr(o_ptr), make_layout(make_shape(Int<kBlockM>{}, Int<kHeadDim>{}),
+                                                      make_stride(o_row_stride, _1{})));  // (BLK_M, HDIM)
+    typename Traits::GmemTiledCopyO copy_s2g;
+    auto thr_s2g = copy_s2g.get_thread_slice(tid);
+    Tensor tOsO = thr_s2g.partition_S(sO);            // (CPY, CPY_M, CPY_K)
+    Tensor tOgO = thr_s2g.partition_D(gO);            // (CPY, CPY_M, CPY_K)
+    Tensor tOrO = make_tensor<Element>(shape(tOgO));  // (CPY, CPY_M, CPY_K)
+    copy(copy_s2g, tOsO, tOrO);
+    Tensor tOcOg = thr_s2g.partition_D(cO);  // (CPY, CPY_M, CPY_K) -> (row, col)
+    CUTE_UNROLL
+    for (int m = 0; m < size<1>(tOgO); ++m) {
+      if (get<0>(tOcOg(0, m, 0)) < q_rows) {
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tOgO); ++k) {
+          if (get<1>(tOcOg(0, m, k)) < head_dim) copy(copy_s2g, tOrO(_, m, k), tOgO(_, m, k));
+        }
+      }
+    }
+  }
+};
+
+}  // namespace sm80
+}  // namespace flashlab

@@ -1,0 +1,103 @@
+// src/cuda/sm80/flash_fwd_kernel.h — the forward __global__: wires the pieces, computes nothing.
+//
+//   tile      = FwdTileScheduler::tile()            which (query block, head, sequence)
+//   range     = KeyBlockRange(mask, tile)           key blocks that can hold a visible key
+//   for key blocks, last to first:                  (the masked diagonal block comes first)
+//     S = Q·Kᵀ                                      MainloopFwd::gemm_qk
+//     S = hook(S)                                   ScoreHook: scale, softcap, ALiBi, mask
+//     P = softmax.update(S, O)                      OnlineSoftmax: m, l, O rescale
+//     P = dropout(P)                                DropoutFwd
+//     O += P·V                                      MainloopFwd::gemm_pv (P stays in registers)
+//   O /= l; LSE                                     OnlineSoftmax::finalize
+//   store O, LSE                                    EpilogueFwd
+//
+// Pipelining (as FlashAttention-2 on sm80): one K and one V buffer. While S = Q·K(n) runs, V(n)
+// is in flight; while P·V(n) runs, K(n - 1) is in flight. Two barriers per key block:
+//   (1) after K(n) landed: every warp also finished P·V(n + 1), so V's buffer may be refilled;
+//   (2) after V(n) landed: every warp also finished Q·K(n), so K's buffer may be refilled.
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include "cuda/sm80/dropout.h"
+#include "cuda/sm80/epilogue_fwd.h"
+#include "cuda/sm80/fragments.h"
+#include "cuda/sm80/fwd_params.h"
+#include "cuda/sm80/mainloop_fwd.h"
+#include "cuda/sm80/mask.h"
+#include "cuda/sm80/softmax.h"
+#include "cuda/sm80/tile_scheduler.h"
+
+namespace flashlab {
+namespace sm80 {
+
+using namespace cute;
+
+template <typename Traits, bool kDropout>
+__global__ void __launch_bounds__(Traits::kNThreads, 1)
+    flash_fwd_kernel(__grid_constant__ const FwdKernelParams params) {
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM;
+  constexpr int kBlockN = Traits::kBlockN;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  extern __shared__ __align__(128) char smem[];
+
+  const FwdTile tile = FwdTileScheduler::tile(params.seq);
+  if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (CTA-uniform)
+
+  typename Traits::TiledMma mma;
+  auto thr_mma = mma.get_thread_slice(threadIdx.x);
+  Tensor acc_o =
+      partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, HDIM / 8) fp32
+  clear(acc_o);
+  Tensor o = rowcol_view(acc_o);                                          // (rows, HDIM cols)
+  Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
+  Tensor tScS = rowcol_view(thr_mma.partition_C(cS));                     // (rows, cols) -> (row, col)
+
+  const KeyBlockRange<kBlockM, kBlockN> range(params.score, tile);
+  const ScoreHook<Traits> hook(params.score, tile);
+  const DropoutFwd<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
+  OnlineSoftmax<Traits::kRowsPerThread> softmax;
+
+  if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
+    const MainloopFwd<Traits> mainloop(params.mainloop, tile, smem);
+    const float scale_log2 = hook.softmax_scale_log2();
+    mainloop.load_q();
+    mainloop.load_k(range.n_max - 1);
+    cp_async_fence();
+    for (int n_block = range.n_max - 1; n_block >= range.n_min; --n_block) {
+      Tensor acc_s =
+          partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
+      clear(acc_s);
+      cp_async_wait<0>();
+      __syncthreads();  // (1)
+      mainloop.load_v(n_block);
+      cp_async_fence();
+
+      mainloop.gemm_qk(acc_s);
+      Tensor s = rowcol_view(acc_s);  // (rows, cols)
+      hook.before_softmax(s, tScS, n_block, range.needs_mask(n_block));
+
+      cp_async_wait<0>();
+      __syncthreads();  // (2)
+      if (n_block > range.n_min) {
+        mainloop.load_k(n_block - 1);
+        cp_async_fence();
+      }
+
+      softmax.update(s, o, scale_log2);
+      dropout.apply(s, tScS, tile.m_block * kBlockM, n_block * kBlockN);
+      Tensor rP = convert_fragment<Element>(acc_s);                        // ((2, 2), MMA_M, MMA_N) 16-bit
+      Tensor tOrP = make_tensor(rP.data(), acc_to_a_layout(rP.layout()));  // ((2, 2, 2), MMA_M, BLK_N / 16)
+      mainloop.gemm_pv(acc_o, tOrP);
+    }
+  }
+
+  float lse[Traits::kRowsPerThread];
+  softmax.finalize(o, hook.lse_scale(), dropout.keep_scale(), lse);
+  const EpilogueFwd<Traits> epilogue(params.epilogue, tile);
+  epilogue.store(acc_o, lse, smem);
+}
+
+}  // namespace sm80
+}  // namespace flashlab

@@ -1,0 +1,70 @@
+// src/cuda/sm80/tile_scheduler.h — which tile a CTA computes, and where its sequence lives.
+//
+// Grid: x = query blocks of the longest sequence, y = query head, z = batch entry. Blocks are
+// handed out in reverse query order: with a causal mask the last query block sees the most keys,
+// and starting the longest tiles first shortens the tail of the grid. With cu_seqlens a CTA whose
+// block lies past its sequence's end exits at once.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/sm80/fwd_params.h"
+
+namespace flashlab {
+namespace sm80 {
+
+struct FwdTile {
+  int m_block = 0;  // query block: rows [m_block * kBlockM, (m_block + 1) * kBlockM) of the sequence
+  int head = 0;     // query head
+  int batch = 0;    // sequence index (also the Philox batch key for varlen)
+  int q_len = 0;    // this sequence's lengths
+  int k_len = 0;
+  int64_t q_begin = 0;  // first packed row of the sequence (varlen), else 0
+  int64_t k_begin = 0;
+  bool varlen = false;
+
+  // Element offset of row `row` (inside the sequence) of head `h`, for a tensor with these strides.
+  // int64 throughout: a packed batch of 2^31 elements is ordinary.
+  __device__ __forceinline__ int64_t q_offset(int64_t batch_stride, int64_t row_stride, int64_t head_stride,
+                                              int64_t row, int h) const {
+    const int64_t base = varlen ? (q_begin + row) * row_stride : batch * batch_stride + row * row_stride;
+    return base + h * head_stride;
+  }
+  __device__ __forceinline__ int64_t k_offset(int64_t batch_stride, int64_t row_stride, int64_t head_stride,
+                                              int64_t row, int h) const {
+    const int64_t base = varlen ? (k_begin + row) * row_stride : batch * batch_stride + row * row_stride;
+    return base + h * head_stride;
+  }
+  // LSE entry of row 0 of this (sequence, head): (batch, heads_q, seqlen_q) or (heads_q, total_q).
+  __device__ __forceinline__ int64_t lse_offset(int64_t batch_stride, int64_t head_stride) const {
+    return varlen ? head * head_stride + q_begin : batch * batch_stride + head * head_stride;
+  }
+};
+
+struct FwdTileScheduler {
+  static dim3 grid(const SeqParams& p, int block_m) {
+    return dim3(static_cast<unsigned>((p.seqlen_q + block_m - 1) / block_m), static_cast<unsigned>(p.heads_q),
+                static_cast<unsigned>(p.batch));
+  }
+
+  __device__ static FwdTile tile(const SeqParams& p) {
+    FwdTile t;
+    t.m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);
+    t.head = static_cast<int>(blockIdx.y);
+    t.batch = static_cast<int>(blockIdx.z);
+    t.varlen = p.cu_seqlens_q != nullptr;
+    if (t.varlen) {
+      t.q_begin = p.cu_seqlens_q[t.batch];
+      t.q_len = static_cast<int>(p.cu_seqlens_q[t.batch + 1] - t.q_begin);
+      t.k_begin = p.cu_seqlens_k[t.batch];
+      t.k_len = static_cast<int>(p.cu_seqlens_k[t.batch + 1] - t.k_begin);
+    } else {
+      t.q_len = p.seqlen_q;
+      t.k_len = p.seqlen_k;
+    }
+    return t;
+  }
+};
+
+}  // namespace sm80
+}  // namespace flashlab
