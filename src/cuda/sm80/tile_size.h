@@ -22,7 +22,8 @@
 //   dropout    (FA2 does the same) block_n halves for D <= 128: the Philox rounds need registers.
 // ptxas -v (CUDA 13.0, sm_80, bf16), spill stores in bytes without / with dropout:
 //   D 32: 16 / 0   D 64: 32 / 0   D 96: 68 / 0   D 128: 60 / 0   D 192: 0 / 0   D 256: 0 / 0
-// (they move by tens of bytes with unrelated edits: ptxas heuristics, not a budget to tune to)
+// (sm_90a: docs/cuda-kernels.md; they move by tens of bytes with unrelated edits: ptxas
+// heuristics, not a budget to tune to)
 // FlashAttention-2's own 128 x 64 x 4 hdim-128 kernel reports 172 bytes; whether these few
 // spills (loop-invariant scalars, by the counts) cost time is for the profiler to say.
 #pragma once

@@ -1,0 +1,546 @@
+// tests/gpu/test_sm80_forward.cpp — impl cuda_sm80 (forward) against the float64 reference.
+//
+//   Sweep            a randomized sweep (FLASHLAB_SM80_SWEEP configurations, default 1000; seed
+//                    FLASHLAB_SM80_SEED) over dtype, head dims (buckets and multiples of 8 between),
+//                    seqlens 1..4224 with seqlen_q != seqlen_k, GQA/MQA, causal in both alignments,
+//                    windows, softcap, ALiBi, dropout, varlen with empty sequences, padded strides,
+//                    peaky inputs, zero and negative softmax scales. Configurations whose bucket or
+//                    dtype this build did not compile are skipped and counted.
+//   Determinism      the same call twice (second time on another stream) gives identical bytes.
+//   Errors           unsupported combinations name the rule (no GPU needed).
+//   AutoNeverPicks   kAuto does not select the experimental implementation.
+//   CheckerSelfTest  the tolerance accepts a correct CPU implementation and rejects a 1% error
+//                    (no GPU needed: a test that cannot fail is a defect).
+//   ToleranceCoversKernelNumerics  ... and accepts the kernel's own rounding (P in the dtype),
+//                    emulated on the CPU.
+// Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
+// has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep:
+//   FLASHLAB_SM80_SWEEP=40 compute-sanitizer --tool memcheck build/tests/gpu/test_sm80_forward
+//
+// Tolerance (STYLE.md rule 10). Inputs are rounded to the dtype once; then
+//   exact  the reference (float64, impl kReference) on an fp32 copy of those inputs;
+//   base   exact rounded to the dtype: the error of an implementation that stored perfect results;
+//   gpu    cuda_sm80 on the dtype tensors;
+// and requires, over the logical elements of out:
+//   max|gpu - exact| <= 2 max|base - exact| + u · unit      rel_l2(gpu) <= 2 rel_l2(base) + u / 4
+// where u is the dtype's unit roundoff (bf16 2^-8, fp16 2^-11) and unit = max|exact|. The kernel
+// rounds P to the dtype before P·V (as every FlashAttention kernel does); that error is at most
+// one more rounding of each term, which the factor 2 and the u floor cover. LSE (fp32 everywhere):
+// |gpu - exact| <= 1e-4 · (1 + |exact|), and -inf (a row that sees no key) must match exactly.
+// Outputs are poisoned (0xFF bytes: NaN in fp16/bf16/fp32) before each run; NaN never passes, and
+// the padding between rows must still hold the poison afterwards (the kernel writes nothing else).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/backend.h"
+#include "flashlab/flashlab.h"
+#include "testing/problem.h"
+
+#if defined(FLASHLAB_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+using flashlab::AttentionConfig;
+using flashlab::CausalAlign;
+using flashlab::Device;
+using flashlab::DType;
+using flashlab::FwdParams;
+using flashlab::Impl;
+using flashlab::Status;
+using flashlab::StatusCode;
+using flashlab::testing::HostTensor;
+using flashlab::testing::Problem;
+using flashlab::testing::ProblemSpec;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+double unit_roundoff(DType d) {
+  return d == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+}
+
+// ---- The checker (host only) -------------------------------------------------------------------
+
+struct Errors {
+  double max_abs = 0, sq = 0, ref_sq = 0, ref_max = 0;
+  int64_t nonfinite = 0;
+  double rel_l2() const { return ref_sq > 0 ? std::sqrt(sq / ref_sq) : std::sqrt(sq); }
+};
+
+// Error of `got` (or, with round_to_dtype, of exact rounded to `dtype`) against `exact`.
+Errors measure(const HostTensor& got, const HostTensor& exact, bool round_to_dtype, DType dtype) {
+  Errors e;
+  for (int64_t b = 0; b < exact.batch; ++b)
+    for (int64_t r = 0; r < exact.rows; ++r)
+      for (int64_t h = 0; h < exact.heads; ++h)
+        for (int64_t d = 0; d < exact.dim; ++d) {
+          const double want = exact.get(b, r, h, d);
+          const double g =
+              round_to_dtype ? flashlab::round_to(dtype, static_cast<float>(want)) : got.get(b, r, h, d);
+          if (!std::isfinite(g)) {
+            ++e.nonfinite;
+            continue;
+          }
+          const double diff = std::fabs(g - want);
+          e.max_abs = std::max(e.max_abs, diff);
+          e.sq += diff * diff;
+          e.ref_sq += want * want;
+          e.ref_max = std::max(e.ref_max, std::fabs(want));
+        }
+  return e;
+}
+
+// Empty string when `out` / `lse` pass against `exact`, else what failed.
+std::string check_forward(const HostTensor& out, const std::vector<float>& lse, const Problem& exact,
+                          DType dtype, size_t lse_count) {
+  const double u = unit_roundoff(dtype);
+  const Errors base = measure(out, exact.out, true, dtype);
+  const Errors got = measure(out, exact.out, false, dtype);
+  std::string why;
+  if (got.nonfinite > 0) why += " out has " + std::to_string(got.nonfinite) + " non-finite values;";
+  const double max_tol = 2 * base.max_abs + u * base.ref_max;
+  if (!(got.max_abs <= max_tol))
+    why += " out max_abs " + std::to_string(got.max_abs) + " > " + std::to_string(max_tol) + ";";
+  const double rel_tol = 2 * base.rel_l2() + u / 4;
+  if (base.ref_sq > 0 && !(got.rel_l2() <= rel_tol))
+    why += " out rel_l2 " + std::to_string(got.rel_l2()) + " > " + std::to_string(rel_tol) + ";";
+  int64_t lse_bad = 0;
+  double lse_worst = 0;
+  for (size_t i = 0; i < lse_count; ++i) {
+    const double w = exact.lse[i], g = lse[i];
+    bool ok;
+    if (std::isinf(w) && w < 0)
+      ok = std::isinf(g) && g < 0;
+    else
+      ok = std::isfinite(g) && std::fabs(g - w) <= 1e-4 * (1 + std::fabs(w));
+    if (!ok) {
+      ++lse_bad;
+      lse_worst = std::isfinite(g) ? std::max(lse_worst, std::fabs(g - w)) : INFINITY;
+    }
+  }
+  if (lse_bad > 0)
+    why += " lse: " + std::to_string(lse_bad) + " of " + std::to_string(lse_count) + " wrong (worst " +
+           std::to_string(lse_worst) + ");";
+  return why;
+}
+
+// The exact forward: the reference on an fp32 copy of the (already rounded) inputs.
+Problem exact_forward(const Problem& pb, float softmax_scale) {
+  ProblemSpec s = pb.spec;
+  s.dtype = DType::kFloat32;
+  if (pb.varlen()) s.batch = 1;  // Problem recomputes batch from lens
+  Problem ex(s);
+  HostTensor* dst[3] = {&ex.q, &ex.k, &ex.v};
+  const HostTensor* src[3] = {&pb.q, &pb.k, &pb.v};
+  for (int t = 0; t < 3; ++t)
+    for (int64_t b = 0; b < src[t]->batch; ++b)
+      for (int64_t r = 0; r < src[t]->rows; ++r)
+        for (int64_t h = 0; h < src[t]->heads; ++h)
+          for (int64_t d = 0; d < src[t]->dim; ++d) dst[t]->set(b, r, h, d, src[t]->get(b, r, h, d));
+  FwdParams p = ex.fwd_params(Impl::kReference);
+  p.softmax_scale = softmax_scale;
+  const Status st = flashlab::attention_forward(p);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return ex;
+}
+
+size_t lse_count(const Problem& pb) {
+  if (pb.varlen()) return static_cast<size_t>(pb.spec.heads_q * pb.cu_seqlens_q.back());
+  return static_cast<size_t>(pb.spec.batch * pb.spec.heads_q * pb.spec.seqlen_q);
+}
+
+// ---- Checker self-test (runs everywhere) -------------------------------------------------------
+
+// The kernel's numerics on the CPU, for fixed-length causal/full problems without score
+// modifications: fp32 scores and softmax, P rounded to the dtype before P·V (l is not), O rounded.
+// The GPU kernel additionally uses exp2 with the scale folded in; that changes P by ~1e-7.
+void emulate_kernel_numerics(Problem& pb) {
+  const ProblemSpec& s = pb.spec;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const int64_t shift = s.causal_align == CausalAlign::kBottomRight ? s.seqlen_k - s.seqlen_q : 0;
+  std::vector<float> p(static_cast<size_t>(s.seqlen_k));
+  std::vector<double> o(static_cast<size_t>(s.head_dim));
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads_q; ++h) {
+      const int64_t hk = h / (s.heads_q / s.heads_kv);
+      for (int64_t i = 0; i < s.seqlen_q; ++i) {
+        float m = -INFINITY;
+        for (int64_t j = 0; j < s.seqlen_k; ++j) {
+          float acc = 0;
+          for (int64_t d = 0; d < s.head_dim; ++d) acc += pb.q.get(b, i, h, d) * pb.k.get(b, j, hk, d);
+          p[j] = (s.causal && j > i + shift) ? -INFINITY : acc * scale;
+          m = std::max(m, p[j]);
+        }
+        float l = 0;
+        for (int64_t j = 0; j < s.seqlen_k; ++j) {
+          p[j] = m == -INFINITY ? 0.0f : std::exp(p[j] - m);
+          l += p[j];
+          p[j] = flashlab::round_to(s.dtype, p[j]);
+        }
+        std::fill(o.begin(), o.end(), 0.0);
+        for (int64_t j = 0; j < s.seqlen_k; ++j)
+          for (int64_t d = 0; d < s.head_dim; ++d) o[d] += p[j] * pb.v.get(b, j, hk, d);
+        for (int64_t d = 0; d < s.head_dim; ++d)
+          pb.out.set(b, i, h, d, l > 0 ? static_cast<float>(o[d] / l) : 0.0f);
+        pb.lse[b * pb.lse_batch_stride + h * pb.lse_head_stride + i] = l > 0 ? m + std::log(l) : -INFINITY;
+      }
+    }
+}
+
+TEST(Sm80Forward, ToleranceCoversKernelNumerics) {
+  // A correct kernel rounds P to the dtype: the check must accept that, also for peaky rows.
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (float input_scale : {1.0f, 2.5f, 6.0f})
+      for (bool causal : {false, true}) {
+        ProblemSpec s;
+        s.batch = 1;
+        s.seqlen_q = 64;
+        s.seqlen_k = 203;
+        s.heads_q = 4;
+        s.heads_kv = 2;
+        s.head_dim = 64;
+        s.dtype = dt;
+        s.causal = causal;
+        s.input_scale = input_scale;
+        s.data_seed = 7 + static_cast<uint64_t>(input_scale * 10);
+        Problem pb(s);
+        const Problem exact = exact_forward(pb, NAN);
+        pb.poison_forward_outputs();
+        emulate_kernel_numerics(pb);
+        EXPECT_EQ(check_forward(pb.out, pb.lse, exact, dt, lse_count(pb)), "")
+            << flashlab::to_string(dt) << " input_scale " << input_scale << (causal ? " causal" : "");
+      }
+}
+
+TEST(Sm80Forward, CheckerSelfTest) {
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+    ProblemSpec s;
+    s.batch = 2;
+    s.seqlen_q = 113;
+    s.seqlen_k = 203;
+    s.heads_q = 4;
+    s.heads_kv = 2;
+    s.head_dim = 72;
+    s.dtype = dt;
+    s.causal = true;
+    s.input_scale = 2.0f;
+    Problem pb(s);
+    const Problem exact = exact_forward(pb, NAN);
+    // A correct implementation with the kernel's precision (fp32 compute, dtype output) passes.
+    pb.poison_forward_outputs();
+    ASSERT_TRUE(flashlab::attention_forward(pb.fwd_params(Impl::kCpuFlash)).ok());
+    EXPECT_EQ(check_forward(pb.out, pb.lse, exact, dt, lse_count(pb)), "") << flashlab::to_string(dt);
+    // One element off by 1% of the output scale fails; so does one unwritten (NaN) element.
+    const Errors e = measure(pb.out, exact.out, false, dt);
+    HostTensor bad = pb.out;
+    bad.set(1, 50, 3, 7, bad.get(1, 50, 3, 7) + 0.01f * static_cast<float>(e.ref_max));
+    EXPECT_NE(check_forward(bad, pb.lse, exact, dt, lse_count(pb)), "");
+    bad = pb.out;
+    bad.set(0, 0, 0, 0, NAN);
+    EXPECT_NE(check_forward(bad, pb.lse, exact, dt, lse_count(pb)), "");
+    std::vector<float> bad_lse = pb.lse;
+    bad_lse[5] += 1e-2f;
+    EXPECT_NE(check_forward(pb.out, bad_lse, exact, dt, lse_count(pb)), "");
+  }
+}
+
+// ---- Errors (no GPU needed: the rules come before any device query) ----------------------------
+
+AttentionConfig sm80_config() {
+  AttentionConfig c;
+  c.device = Device::kCUDA;
+  c.impl = Impl::kCudaSm80;
+  c.dtype = DType::kBFloat16;
+  c.batch = 2;
+  c.seqlen_q = c.seqlen_k = 128;
+  c.heads_q = c.heads_kv = 4;
+  c.head_dim = 128;
+  return c;
+}
+
+void expect_unsupported(const AttentionConfig& c, bool backward, const std::string& part) {
+  const Status st = flashlab::detail::sm80_supports(c, backward);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+TEST(Sm80Forward, Errors) {
+  AttentionConfig c = sm80_config();
+  expect_unsupported(c, true, "impl cuda_sm80: backward is not implemented yet");
+  c.dtype = DType::kFloat32;
+  expect_unsupported(c, false, "dtype fp32 is not supported by impl cuda_sm80: supported bf16, fp16");
+  c = sm80_config();
+  c.head_dim = 260;
+  expect_unsupported(c, false, "head_dim (260) is not supported by impl cuda_sm80: supported multiples of 8");
+  c.head_dim = 36;
+  expect_unsupported(c, false, "head_dim (36) is not supported by impl cuda_sm80");
+  c = sm80_config();
+  c.seqlen_k = (int64_t(1) << 30) + 1;
+  expect_unsupported(c, false, "seqlen_k");
+  c = sm80_config();
+  c.heads_q = c.heads_kv = 70000;
+  expect_unsupported(c, false, "heads_q (70000) is not supported by impl cuda_sm80: supported <= 65535");
+  c = sm80_config();
+  c.device = Device::kCPU;
+  expect_unsupported(c, false, "runs on cuda");
+}
+
+// ---- GPU tests -----------------------------------------------------------------------------------
+
+#if defined(FLASHLAB_WITH_CUDA)
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: cuda_sm80 forward not exercised"
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    if (n) {
+      EXPECT_EQ(cudaMalloc(&ptr, n), cudaSuccess);
+    }
+  }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const void* h) {
+    if (bytes) {
+      EXPECT_EQ(cudaMemcpy(ptr, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  void download(void* h) const {
+    if (bytes) {
+      EXPECT_EQ(cudaMemcpy(h, ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+  }
+  void poison() {
+    if (bytes) {
+      EXPECT_EQ(cudaMemset(ptr, 0xff, bytes), cudaSuccess);
+    }
+  }
+};
+
+// The problem's tensors mirrored on the device (same strides, padding included).
+struct DeviceProblem {
+  Problem& pb;
+  DeviceBuffer q, k, v, out, lse, cu_q, cu_k, alibi;
+  explicit DeviceProblem(Problem& p)
+      : pb(p),
+        q(p.q.bytes.size()),
+        k(p.k.bytes.size()),
+        v(p.v.bytes.size()),
+        out(p.out.bytes.size()),
+        lse(p.lse.size() * sizeof(float)),
+        cu_q(p.cu_seqlens_q.size() * sizeof(int32_t)),
+        cu_k(p.cu_seqlens_k.size() * sizeof(int32_t)),
+        alibi(p.alibi_slopes.size() * sizeof(float)) {
+    q.upload(p.q.data());
+    k.upload(p.k.data());
+    v.upload(p.v.data());
+    cu_q.upload(p.cu_seqlens_q.data());
+    cu_k.upload(p.cu_seqlens_k.data());
+    alibi.upload(p.alibi_slopes.data());
+  }
+  FwdParams params(float softmax_scale, void* stream) {
+    FwdParams p = pb.fwd_params(Impl::kCudaSm80);
+    p.device = Device::kCUDA;
+    p.softmax_scale = softmax_scale;
+    p.stream = stream;
+    p.q.ptr = q.ptr;
+    p.k.ptr = k.ptr;
+    p.v.ptr = v.ptr;
+    p.out.ptr = out.ptr;
+    p.lse = static_cast<float*>(lse.ptr);
+    if (pb.varlen()) {
+      p.cu_seqlens_q = static_cast<const int32_t*>(cu_q.ptr);
+      p.cu_seqlens_k = static_cast<const int32_t*>(cu_k.ptr);
+    }
+    if (p.alibi_slopes) p.alibi_slopes = static_cast<const float*>(alibi.ptr);
+    return p;
+  }
+  // Poisons the outputs, runs, copies them back into pb.out / pb.lse.
+  Status run(float softmax_scale, void* stream = nullptr) {
+    out.poison();
+    lse.poison();
+    const Status st = flashlab::attention_forward(params(softmax_scale, stream));
+    if (!st.ok()) return st;
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
+    out.download(pb.out.data());
+    lse.download(pb.lse.data());
+    return st;
+  }
+};
+
+// Elements of `t` outside its logical (batch, rows, heads, dim) still hold the 0xFFFF poison.
+int64_t written_padding(const HostTensor& t) {
+  std::vector<char> logical(t.bytes.size() / 2, 0);
+  for (int64_t b = 0; b < t.batch; ++b)
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t h = 0; h < t.heads; ++h)
+        for (int64_t d = 0; d < t.dim; ++d) logical[t.index(b, r, h, d)] = 1;
+  int64_t n = 0;
+  for (size_t i = 0; i < logical.size(); ++i) {
+    uint16_t w;
+    std::memcpy(&w, t.bytes.data() + 2 * i, 2);
+    if (!logical[i] && w != 0xffffu) ++n;
+  }
+  return n;
+}
+
+bool not_built(const Status& st) {
+  return st.code() == StatusCode::kUnsupported &&
+         st.message().find("not compiled into this build") != std::string::npos;
+}
+
+// One random configuration of the sweep, with its softmax scale (NaN: the default).
+struct SweepCase {
+  ProblemSpec spec;
+  float scale = NAN;
+};
+
+SweepCase random_case(std::mt19937_64& rng) {
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+  };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  SweepCase c;
+  ProblemSpec& s = c.spec;
+  s.dtype = chance(0.5) ? DType::kBFloat16 : DType::kFloat16;
+  s.head_dim = chance(0.6) ? pick({32, 64, 96, 128, 192, 256})
+                           : 8 * std::uniform_int_distribution<int64_t>(1, 32)(rng);
+  s.seqlen_q = pick({1, 17, 64, 113, 128, 203, 256, 1023});
+  s.seqlen_k = chance(0.5) ? s.seqlen_q : pick({1, 17, 64, 113, 128, 203, 256, 1023});
+  if (chance(0.02)) {  // long sequences: one head of a small bucket keeps the reference affordable
+    s.seqlen_q = s.seqlen_k = 4224;
+    s.head_dim = std::min<int64_t>(s.head_dim, 64);
+  }
+  s.heads_kv = s.seqlen_q == 4224 ? 1 : pick({1, 2, 3});
+  s.heads_q = s.heads_kv * pick({1, 1, 2, 4, 8});
+  s.batch = pick({1, 2, 3});
+  const int mask = static_cast<int>(pick({0, 0, 1, 1, 2, 3}));
+  s.causal = mask == 1 || mask == 3;
+  s.causal_align = chance(0.5) ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
+  if (mask >= 2) {
+    s.window_left = pick({-1, 0, 5, 64, 300});
+    s.window_right = s.causal ? -1 : pick({-1, 0, 7, 100});
+  }
+  if (chance(0.15)) s.softcap = chance(0.5) ? 5.0f : 30.0f;
+  s.alibi = chance(0.15);
+  if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
+  s.dropout_seed = rng();
+  s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;
+  if (chance(0.2)) {  // varlen, empty sequences included
+    const int n = static_cast<int>(pick({1, 2, 3, 4}));
+    for (int i = 0; i < n; ++i) {
+      s.lens_q.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+      s.lens_k.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+    }
+  }
+  if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
+  s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
+  if (chance(0.05)) c.scale = chance(0.5) ? 0.0f : -0.09f;
+  s.data_seed = rng();
+  // Keep the float64 reference affordable: <= ~2e8 multiply-adds per product.
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 200'000'000 && s.heads_q > s.heads_kv)
+    s.heads_q -= s.heads_kv;
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 200'000'000 && s.batch > 1) --s.batch;
+  return c;
+}
+
+TEST(Sm80Forward, Sweep) {
+  SKIP_WITHOUT_GPU();
+  const int n = env_int("FLASHLAB_SM80_SWEEP", 1000);
+  std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_SEED", 2024)));
+  int ran = 0, skipped = 0, failed = 0;
+  for (int i = 0; i < n; ++i) {
+    const SweepCase c = random_case(rng);
+    Problem pb(c.spec);
+    DeviceProblem dev(pb);
+    const Status st = dev.run(c.scale);
+    const std::string what = "case " + std::to_string(i) + ": " + pb.spec.describe() +
+                             (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale));
+    if (not_built(st)) {
+      ++skipped;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+    ++ran;
+    const Problem exact = exact_forward(pb, c.scale);
+    const std::string why = check_forward(pb.out, pb.lse, exact, pb.spec.dtype, lse_count(pb));
+    const int64_t pad = written_padding(pb.out);
+    if (!why.empty() || pad != 0) {
+      ++failed;
+      ADD_FAILURE() << what << ":" << why
+                    << (pad ? " wrote " + std::to_string(pad) + " padding elements" : "");
+      if (failed >= 20) break;  // enough to diagnose
+    }
+  }
+  std::printf("[ sweep    ] %d configurations run, %d skipped (not built), %d failed\n", ran, skipped,
+              failed);
+  EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
+}
+
+TEST(Sm80Forward, Determinism) {
+  SKIP_WITHOUT_GPU();
+  ProblemSpec s;
+  s.batch = 2;
+  s.seqlen_q = 300;
+  s.seqlen_k = 515;
+  s.heads_q = 8;
+  s.heads_kv = 2;
+  s.head_dim = 128;
+  s.causal = true;
+  s.dropout_p = 0.2f;
+  Problem pb(s);
+  DeviceProblem dev(pb);
+  Status st = dev.run(NAN);
+  if (not_built(st)) GTEST_SKIP() << st.message();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const std::vector<unsigned char> out1 = pb.out.bytes;
+  const std::vector<float> lse1 = pb.lse;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  st = dev.run(NAN, stream);
+  cudaStreamDestroy(stream);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_TRUE(out1 == pb.out.bytes) << "out differs between two identical calls";
+  EXPECT_EQ(std::memcmp(lse1.data(), pb.lse.data(), lse1.size() * sizeof(float)), 0);
+}
+
+TEST(Sm80Forward, AutoNeverPicks) {
+  SKIP_WITHOUT_GPU();
+  AttentionConfig c = sm80_config();
+  c.impl = Impl::kAuto;
+  Impl chosen = Impl::kAuto;
+  const Status st = flashlab::resolve_impl(c, &chosen);
+  if (st.ok()) {
+    EXPECT_NE(chosen, Impl::kCudaSm80);
+  }
+  bool listed = false;
+  for (const auto& info : flashlab::list_implementations())
+    if (info.impl == Impl::kCudaSm80) listed = info.available;
+  EXPECT_TRUE(listed) << "cuda_sm80 is compiled in and a GPU is present";
+}
+
+#endif  // FLASHLAB_WITH_CUDA
+
+}  // namespace
