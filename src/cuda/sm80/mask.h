@@ -18,6 +18,7 @@
 #include "cuda/sm80/fragments.h"
 #include "cuda/sm80/fwd_params.h"
 #include "cuda/sm80/tile_scheduler.h"
+#include "flashlab/config.h"
 #include "flashlab/mask.h"
 
 namespace flashlab {
@@ -28,7 +29,9 @@ using namespace cute;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // The interval mask of one sequence, with the shift of its own lengths (varlen: per sequence).
-__device__ __forceinline__ RowMask sequence_mask(const ScoreParams& p, const FwdTile& t) {
+// Host and device (FLASHLAB_HD) here and below: tests/gpu/test_sm80_mask.cu checks them against
+// flashlab::key_visible() on the host.
+FLASHLAB_HD RowMask sequence_mask(const ScoreParams& p, const FwdTile& t) {
   RowMask m;
   m.seqlen_q = t.q_len;
   m.seqlen_k = t.k_len;
@@ -47,7 +50,7 @@ struct KeyBlockRange {
   int n_min = 0, n_max = 0;
   int64_t full_lo = 0, full_hi = -1;
 
-  __device__ KeyBlockRange(const ScoreParams& p, const FwdTile& t) {
+  FLASHLAB_HD KeyBlockRange(const ScoreParams& p, const FwdTile& t) {
     const RowMask m = sequence_mask(p, t);
     const int64_t first = int64_t(t.m_block) * kBlockM;
     const int64_t last = (first + kBlockM < t.q_len ? first + kBlockM : t.q_len) - 1;
@@ -61,12 +64,23 @@ struct KeyBlockRange {
       n_max = static_cast<int>((hi_last + kBlockN) / kBlockN);  // ceil((hi_last + 1) / kBlockN)
     }
   }
-  __device__ bool empty() const { return n_max <= n_min; }
-  __device__ bool needs_mask(int n_block) const {
+  FLASHLAB_HD bool empty() const { return n_max <= n_min; }
+  FLASHLAB_HD bool needs_mask(int n_block) const {
     const int64_t n0 = int64_t(n_block) * kBlockN;
     return !(n0 >= full_lo && n0 + kBlockN - 1 <= full_hi);
   }
 };
+
+// Row `row`'s visible keys as offsets from column j0: key j0 + dj is visible iff
+// lo_rel <= dj <= hi_rel. visible_keys() is clamped into [-1, k_len] first, so the offsets fit
+// 32 bits and the per-score test is one compare-and-select (keys >= k_len are never visible).
+FLASHLAB_HD void relative_key_bounds(const RowMask& m, int64_t row, int k_len, int j0, int* lo_rel,
+                                     int* hi_rel) {
+  int64_t lo, hi;
+  visible_keys(m, row, &lo, &hi);
+  *lo_rel = static_cast<int>(lo < k_len ? lo : k_len) - j0;
+  *hi_rel = static_cast<int>(hi > -1 ? hi : -1) - j0;
+}
 
 // flashlab::modify_score() (softcap, then ALiBi) for one fp32 score, with the arithmetic a kernel
 // can afford: tanh(x) = 1 - 2 / (2^(2x·log2 e) + 1) costs one MUFU.EX2 and one reciprocal
@@ -133,12 +147,8 @@ struct ScoreHook {
     if (needs_mask) {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
-        int64_t lo, hi;
-        visible_keys(m, m0 + get<0>(tScS(r, 0)), &lo, &hi);
-        // Bounds relative to j0, clamped into [-1, k_len] first so that 32 bits suffice: one
-        // compare-and-select per score.
-        const int lo_rel = static_cast<int>(lo < t.k_len ? lo : t.k_len) - j0;
-        const int hi_rel = static_cast<int>(hi > -1 ? hi : -1) - j0;
+        int lo_rel, hi_rel;
+        relative_key_bounds(m, m0 + get<0>(tScS(r, 0)), t.k_len, j0, &lo_rel, &hi_rel);
         CUTE_UNROLL
         for (int c = 0; c < size<1>(s); ++c) {
           const int dj = get<1>(tScS(r, c)) - get<1>(tScS(0, 0));
