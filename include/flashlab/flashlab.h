@@ -38,6 +38,7 @@ struct ImplInfo {
   Device device;
   bool available;           // compiled in and (for CUDA) a device is present
   const char* description;
+  bool experimental = false;  // not yet verified on a GPU: only run when named explicitly
 };
 std::vector<ImplInfo> list_implementations();
 const char* to_string(Impl impl);

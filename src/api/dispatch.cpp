@@ -208,7 +208,8 @@ std::vector<ImplInfo> list_implementations() {
   for (const detail::Backend& b : detail::kBackends)
     v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
   for (const detail::Backend& b : detail::kExperimentalBackends)
-    if (b.supports != nullptr) v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
+    if (b.supports != nullptr)
+      v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description, true});
   return v;
 }
 

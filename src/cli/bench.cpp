@@ -267,13 +267,13 @@ class BenchRun {
 };
 
 // The implementations to run: those named with --impl (each must be available here), or every
-// available one.
+// available one that is not experimental (an unverified kernel runs only when named).
 Status select_impls(const BenchOptions& o, std::vector<ImplInfo>* out) {
   const std::vector<ImplInfo> all = list_implementations();
   out->clear();
   if (!o.impls_explicit) {
     for (const ImplInfo& info : all)
-      if (info.available && info.impl != Impl::kAuto) out->push_back(info);
+      if (info.available && !info.experimental && info.impl != Impl::kAuto) out->push_back(info);
     return Status::Ok();
   }
   for (Impl impl : o.impls) {
