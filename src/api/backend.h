@@ -29,11 +29,13 @@ Status learn_backward(int version, const BwdParams& p);
 #endif
 
 #if defined(FLASHLAB_WITH_CUDA_SM80)
-// Production CuTe kernels for sm80 and later, src/cuda/sm80/ (api_sm80.cpp). Forward only so far;
-// not yet verified on a GPU, so reachable only by an explicit Impl::kCudaSm80.
+// Production CuTe kernels for sm80 and later, src/cuda/sm80/ (api_sm80.cpp). Not yet verified on
+// a GPU, so reachable only by an explicit Impl::kCudaSm80. The backward takes all its scratch from
+// p.workspace: sm80_backward_workspace_size() says how much (p.softmax_scale need not be resolved).
 Status sm80_supports(const AttentionConfig& c, bool backward);
 Status sm80_forward(const FwdParams& p);
 Status sm80_backward(const BwdParams& p);
+Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 #endif
 
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).

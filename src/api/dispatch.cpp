@@ -87,7 +87,7 @@ const Backend kBackends[] = {
 const Backend kExperimentalBackends[] = {
 #if defined(FLASHLAB_WITH_CUDA_SM80)
     {Impl::kCudaSm80, "cuda_sm80", Device::kCUDA,
-     "production CuTe kernels, sm80+ (experimental: not yet verified on a GPU; forward only)",
+     "production CuTe kernels, sm80+ (experimental: not yet verified on a GPU)",
      sm80_supports_named, sm80_forward, sm80_backward},
 #endif
     // Keeps the array non-empty in builds without experimental rows (never matches a real impl).
@@ -189,9 +189,17 @@ Status forward_workspace_size(const FwdParams& p, int64_t* bytes) {
   return Status::Ok();
 }
 
+// The selected implementation's requirement: cuda_sm80 takes all its backward scratch from the
+// caller (dQ accumulators, D = rowsum(dO ∘ O), GQA dK/dV slices); the learning kernels allocate
+// their own and the CPU backends need none, so they report 0.
 Status backward_workspace_size(const BwdParams& p, int64_t* bytes) {
-  FLASHLAB_RETURN_IF_ERROR(validate_backward(p));
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(p));
+  const detail::Backend* b = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(detail::select(p, true, &b));
   *bytes = 0;
+#if defined(FLASHLAB_WITH_CUDA_SM80)
+  if (b->impl == Impl::kCudaSm80) return detail::sm80_backward_workspace_size(p, bytes);
+#endif
   return Status::Ok();
 }
 

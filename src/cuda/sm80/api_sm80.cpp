@@ -1,9 +1,11 @@
 // src/cuda/sm80/api_sm80.cpp — impl cuda_sm80 behind the C++ API: what it supports, and the
-// translation of the public FwdParams into the kernel's FwdKernelParams.
+// translation of the public FwdParams / BwdParams into the kernels' FwdKernelParams /
+// BwdKernelParams (with the backward's workspace carved from the caller's buffer).
 //
 // The dispatcher (src/api/dispatch.cpp) has validated the generic rules and resolved
 // softmax_scale. This file compiles with the host compiler: it sees the kernels only through
-// run_fwd<dtype, D>() declarations (fwd_params.h), defined by the generated instantiations.
+// run_fwd<dtype, D>() / run_bwd<dtype, D>() declarations (fwd_params.h, bwd_params.h), defined by
+// the generated instantiations.
 // Status: compiled, not yet verified on a GPU; kAuto never selects this implementation.
 #include <cuda_runtime.h>
 
@@ -13,6 +15,7 @@
 
 #include "api/backend.h"
 #include "api/validate.h"
+#include "cuda/sm80/bwd_params.h"
 #include "cuda/sm80/fwd_params.h"
 #include "cuda/sm80/tile_size.h"
 #include "flashlab/mask.h"
@@ -38,6 +41,19 @@ FwdFn find_forward(DType dtype, int bucket) {
 #define FLASHLAB_SM80_ROW(DT, D) \
   if (dtype == DType::DT && bucket == D) return &sm80::run_fwd<DType::DT, D>;
 #include "cuda/sm80/instantiations/fwd_table.inc"
+#undef FLASHLAB_SM80_ROW
+  (void)dtype;
+  (void)bucket;
+  return nullptr;
+}
+
+using BwdFn = Status (*)(const sm80::BwdKernelParams&, void*);
+
+// The same for the backward (bwd_table.inc).
+BwdFn find_backward(DType dtype, int bucket) {
+#define FLASHLAB_SM80_ROW(DT, D) \
+  if (dtype == DType::DT && bucket == D) return &sm80::run_bwd<DType::DT, D>;
+#include "cuda/sm80/instantiations/bwd_table.inc"
 #undef FLASHLAB_SM80_ROW
   (void)dtype;
   (void)bucket;
@@ -108,13 +124,96 @@ sm80::FwdKernelParams make_fwd_params(const FwdParams& p) {
   return k;
 }
 
+sm80::BwdWorkspaceLayout bwd_layout(const BwdParams& p) {
+  return sm80::bwd_workspace_layout(p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim,
+                                    p.deterministic);
+}
+
+// The forward's translation gives the shared pieces (sequence, score, dropout); the rest is the
+// backward's. `ws` is the caller's workspace, already checked to be large enough.
+sm80::BwdKernelParams make_bwd_params(const BwdParams& p, char* ws) {
+  FwdParams f;
+  static_cast<AttentionConfig&>(f) = p;
+  f.q = p.q;
+  f.k = p.k;
+  f.v = p.v;
+  const sm80::FwdKernelParams fk = make_fwd_params(f);
+  sm80::BwdKernelParams k;
+  k.seq = fk.seq;
+  k.score = fk.score;
+  k.dropout = fk.dropout;
+  k.dropout_enabled = fk.dropout_enabled;
+  k.deterministic = p.deterministic;
+
+  sm80::BwdInputParams& in = k.in;
+  in.q = p.q.ptr;
+  in.k = p.k.ptr;
+  in.v = p.v.ptr;
+  in.out = p.out.ptr;
+  in.dout = p.dout.ptr;
+  in.q_batch_stride = p.q.batch_stride;
+  in.q_row_stride = p.q.row_stride;
+  in.q_head_stride = p.q.head_stride;
+  in.k_batch_stride = p.k.batch_stride;
+  in.k_row_stride = p.k.row_stride;
+  in.k_head_stride = p.k.head_stride;
+  in.v_batch_stride = p.v.batch_stride;
+  in.v_row_stride = p.v.row_stride;
+  in.v_head_stride = p.v.head_stride;
+  in.o_batch_stride = p.out.batch_stride;
+  in.o_row_stride = p.out.row_stride;
+  in.o_head_stride = p.out.head_stride;
+  in.do_batch_stride = p.dout.batch_stride;
+  in.do_row_stride = p.dout.row_stride;
+  in.do_head_stride = p.dout.head_stride;
+  in.head_dim = static_cast<int>(p.head_dim);
+  in.kv_group = static_cast<int>(p.heads_q / p.heads_kv);
+
+  const sm80::BwdWorkspaceLayout w = bwd_layout(p);
+  auto section = [&](int64_t offset) { return offset < 0 ? nullptr : reinterpret_cast<float*>(ws + offset); };
+  sm80::BwdRowParams& r = k.rows;
+  r.lse = p.lse;
+  r.lse_batch_stride = p.lse_batch_stride;
+  r.lse_head_stride = p.lse_head_stride;
+  r.dsum = section(w.dsum);
+  r.rows_q = p.batch * p.seqlen_q;
+
+  sm80::BwdGradParams& g = k.grad;
+  g.dq = p.dq.ptr;
+  g.dq_batch_stride = p.dq.batch_stride;
+  g.dq_row_stride = p.dq.row_stride;
+  g.dq_head_stride = p.dq.head_stride;
+  g.dq_accum = section(w.dq_accum);
+  g.dk = p.dk.ptr;
+  g.dv = p.dv.ptr;
+  g.dk_batch_stride = p.dk.batch_stride;
+  g.dk_row_stride = p.dk.row_stride;
+  g.dk_head_stride = p.dk.head_stride;
+  g.dv_batch_stride = p.dv.batch_stride;
+  g.dv_row_stride = p.dv.row_stride;
+  g.dv_head_stride = p.dv.head_stride;
+  g.dkv_mode = p.heads_q == p.heads_kv ? sm80::DkvMode::kDirect
+               : p.deterministic       ? sm80::DkvMode::kPartial
+                                       : sm80::DkvMode::kAtomic;
+  g.dk_accum = section(w.dk_accum);
+  g.dv_accum = section(w.dv_accum);
+  g.heads_acc = static_cast<int>(p.deterministic ? p.heads_q : p.heads_kv);
+  g.heads_kv = static_cast<int>(p.heads_kv);
+  g.rows_k = p.batch * p.seqlen_k;
+  return k;
+}
+
 }  // namespace
+
+Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes) {
+  *bytes = bwd_layout(p).bytes;
+  return Status::Ok();
+}
 
 Status sm80_supports(const AttentionConfig& c, bool backward) {
   if (c.device != Device::kCUDA)
     return Status::Unsupported(std::string("impl ") + kName + " runs on cuda, but device is " +
                                to_string(c.device));
-  if (backward) return Status::Unsupported("impl cuda_sm80: backward is not implemented yet");
   if (c.dtype != DType::kBFloat16 && c.dtype != DType::kFloat16)
     return Status::Unsupported(std::string("dtype ") + to_string(c.dtype) + " is not supported by impl " +
                                kName + ": supported bf16, fp16");
@@ -122,8 +221,9 @@ Status sm80_supports(const AttentionConfig& c, bool backward) {
     return unsupported_value("head_dim", c.head_dim, kName,
                              "multiples of 8 up to 256 (run in the buckets 32, 64, 96, 128, 192, 256)");
   const int bucket = sm80::head_dim_bucket(static_cast<int>(c.head_dim));
-  if (find_forward(c.dtype, bucket) == nullptr)
-    return Status::Unsupported("head_dim " + std::to_string(c.head_dim) + " (bucket " +
+  const bool built = backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
+  if (!built)
+    return Status::Unsupported(std::string(backward ? "backward: " : "") + "head_dim " + std::to_string(c.head_dim) + " (bucket " +
                                std::to_string(bucket) + ") with dtype " + to_string(c.dtype) +
                                " is not compiled into this build of impl " + kName + " (built: head dims " +
                                FLASHLAB_BUILD_HEAD_DIMS + ", dtypes " + FLASHLAB_BUILD_DTYPES +
@@ -156,8 +256,22 @@ Status sm80_forward(const FwdParams& p) {
   return fn(make_fwd_params(p), p.stream);
 }
 
-Status sm80_backward(const BwdParams&) {
-  return Status::Unsupported("impl cuda_sm80: backward is not implemented yet");
+Status sm80_backward(const BwdParams& p) {
+  FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
+  if (p.lse == nullptr)
+    return Status::Invalid("lse is null: impl cuda_sm80's backward needs the forward's LSE");
+  // All scratch is the caller's: check it before anything is launched (nothing written on error).
+  const int64_t need = bwd_layout(p).bytes;
+  if (p.workspace_bytes < need || (need > 0 && p.workspace == nullptr))
+    return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) +
+                           ") is too small for impl cuda_sm80's backward: it needs " + std::to_string(need) +
+                           " bytes (backward_workspace_size() returns it)" +
+                           (p.workspace == nullptr ? "; workspace is null" : ""));
+  if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
+    return Status::Invalid("workspace must be 16-byte aligned for impl cuda_sm80 (cudaMalloc memory is)");
+  const BwdFn fn = find_backward(p.dtype, sm80::head_dim_bucket(static_cast<int>(p.head_dim)));
+  if (fn == nullptr) return Status(StatusCode::kInternal, "impl cuda_sm80: no backward kernel for a supported call");
+  return fn(make_bwd_params(p, static_cast<char*>(p.workspace)), p.stream);
 }
 
 }  // namespace detail

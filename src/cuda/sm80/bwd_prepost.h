@@ -1,0 +1,173 @@
+// src/cuda/sm80/bwd_prepost.h — the small kernels before and after the backward's main kernel.
+//
+//   bwd_preprocess_kernel   D_i = rowsum(dO_i ∘ O_i) in fp32 -> workspace dsum (FlashAttention-2's
+//                           "dot(dO, O)"; O is the forward's output, dropout scaling included), and
+//                           zeroes the dq_accum rows of the same (row, head) when dQ is atomic.
+//   bwd_convert_dq_kernel   dQ = scale · dq_accum -> the dtype output (atomic mode)
+//   bwd_convert_dkv_kernel  GQA: dK, dV = the fp32 workspace slices -> the dtype outputs; in
+//                           deterministic mode the group's query-head slices are summed in head
+//                           order, so the result does not depend on which CTA finished first.
+// All three are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
+// lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head, sequence);
+// rows past a (varlen) sequence are neither read nor written.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include <cutlass/numeric_types.h>
+
+#include "cuda/sm80/bwd_params.h"
+
+namespace flashlab {
+namespace sm80 {
+
+constexpr int kPrepostRows = 64;     // rows per CTA
+constexpr int kPrepostThreads = 128; // 4 warps, one row each at a time
+
+// Rows [begin, begin + len) of sequence b in a packed (varlen) or batched tensor, and `base`, the
+// workspace row of its first row (packed row, or b · seqlen for fixed lengths).
+struct SeqRows {
+  int64_t base = 0;
+  int len = 0;
+  bool varlen = false;
+  int b = 0;
+  __device__ SeqRows(const int32_t* cu_seqlens, int seqlen, int batch) : b(batch) {
+    varlen = cu_seqlens != nullptr;
+    if (varlen) {
+      base = cu_seqlens[b];
+      len = static_cast<int>(cu_seqlens[b + 1] - base);
+    } else {
+      base = int64_t(b) * seqlen;
+      len = seqlen;
+    }
+  }
+  // Element offset of (row, head) in a tensor with these strides.
+  __device__ int64_t offset(int64_t batch_stride, int64_t row_stride, int64_t head_stride, int row,
+                            int head) const {
+    const int64_t r = varlen ? (base + row) * row_stride : b * batch_stride + int64_t(row) * row_stride;
+    return r + int64_t(head) * head_stride;
+  }
+};
+
+template <typename Element>
+struct Pack8 {  // 8 dtype values: one 16-byte load or store
+  uint4 raw;
+  __device__ float get(int i) const { return float(reinterpret_cast<const Element*>(&raw)[i]); }
+  __device__ void set(int i, float v) { reinterpret_cast<Element*>(&raw)[i] = Element(v); }
+};
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+template <typename Element>
+__global__ void __launch_bounds__(kPrepostThreads)
+    bwd_preprocess_kernel(__grid_constant__ const BwdKernelParams params) {
+  const BwdInputParams& in = params.in;
+  const SeqRows s(params.seq.cu_seqlens_q, params.seq.seqlen_q, static_cast<int>(blockIdx.z));
+  const int head = static_cast<int>(blockIdx.y);
+  const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int d0 = 8 * lane;
+  const int64_t accum_row = int64_t(params.seq.heads_q) * in.head_dim;
+  for (int r = m0 + warp; r < m0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
+    float sum = 0.0f;
+    if (d0 < in.head_dim) {
+      Pack8<Element> o, d;
+      o.raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(in.out) +
+                                              s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
+      d.raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(in.dout) +
+                                              s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) +
+                                              d0);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sum += o.get(i) * d.get(i);
+      if (params.grad.dq_accum != nullptr) {
+        float4* acc = reinterpret_cast<float4*>(
+            params.grad.dq_accum + s.offset(params.seq.seqlen_q * accum_row, accum_row, in.head_dim, r, head) + d0);
+        acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+        acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) params.rows.dsum[int64_t(head) * params.rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
+  }
+}
+
+template <typename Element>
+__global__ void __launch_bounds__(kPrepostThreads)
+    bwd_convert_dq_kernel(__grid_constant__ const BwdKernelParams params) {
+  const BwdGradParams& g = params.grad;
+  const int hd = params.in.head_dim;
+  const SeqRows s(params.seq.cu_seqlens_q, params.seq.seqlen_q, static_cast<int>(blockIdx.z));
+  const int head = static_cast<int>(blockIdx.y);
+  const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int d0 = 8 * lane;
+  if (d0 >= hd) return;  // no barrier below: idle lanes may leave
+  const int64_t accum_row = int64_t(params.seq.heads_q) * hd;
+  const float scale = params.score.softmax_scale;
+  for (int r = m0 + warp; r < m0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
+    const float4* acc = reinterpret_cast<const float4*>(
+        g.dq_accum + s.offset(params.seq.seqlen_q * accum_row, accum_row, hd, r, head) + d0);
+    const float4 a = acc[0], b = acc[1];
+    Pack8<Element> out;
+    out.set(0, a.x * scale);
+    out.set(1, a.y * scale);
+    out.set(2, a.z * scale);
+    out.set(3, a.w * scale);
+    out.set(4, b.x * scale);
+    out.set(5, b.y * scale);
+    out.set(6, b.z * scale);
+    out.set(7, b.w * scale);
+    *reinterpret_cast<uint4*>(static_cast<Element*>(g.dq) +
+                              s.offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, r, head) + d0) = out.raw;
+  }
+}
+
+// Grid (row blocks of seqlen_k, heads_kv, batch).
+template <typename Element>
+__global__ void __launch_bounds__(kPrepostThreads)
+    bwd_convert_dkv_kernel(__grid_constant__ const BwdKernelParams params) {
+  const BwdGradParams& g = params.grad;
+  const int hd = params.in.head_dim;
+  const SeqRows s(params.seq.cu_seqlens_k, params.seq.seqlen_k, static_cast<int>(blockIdx.z));
+  const int kv_head = static_cast<int>(blockIdx.y);
+  const int n0 = static_cast<int>(blockIdx.x) * kPrepostRows;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int d0 = 8 * lane;
+  if (d0 >= hd) return;
+  const int64_t accum_row = int64_t(g.heads_acc) * hd;
+  // kAtomic: one slice, the kv head's. kPartial: the group's query heads, summed in order.
+  const int first = g.dkv_mode == DkvMode::kAtomic ? kv_head : kv_head * params.in.kv_group;
+  const int count = g.dkv_mode == DkvMode::kAtomic ? 1 : params.in.kv_group;
+  for (int r = n0 + warp; r < n0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
+    float dk[8] = {}, dv[8] = {};
+    for (int h = first; h < first + count; ++h) {
+      const int64_t off = s.offset(params.seq.seqlen_k * accum_row, accum_row, hd, r, h) + d0;
+      const float4* pk = reinterpret_cast<const float4*>(g.dk_accum + off);
+      const float4* pv = reinterpret_cast<const float4*>(g.dv_accum + off);
+      const float4 k0 = pk[0], k1 = pk[1], v0 = pv[0], v1 = pv[1];
+      dk[0] += k0.x, dk[1] += k0.y, dk[2] += k0.z, dk[3] += k0.w;
+      dk[4] += k1.x, dk[5] += k1.y, dk[6] += k1.z, dk[7] += k1.w;
+      dv[0] += v0.x, dv[1] += v0.y, dv[2] += v0.z, dv[3] += v0.w;
+      dv[4] += v1.x, dv[5] += v1.y, dv[6] += v1.z, dv[7] += v1.w;
+    }
+    Pack8<Element> ok, ov;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      ok.set(i, dk[i]);
+      ov.set(i, dv[i]);
+    }
+    *reinterpret_cast<uint4*>(static_cast<Element*>(g.dk) +
+                              s.offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, r, kv_head) + d0) = ok.raw;
+    *reinterpret_cast<uint4*>(static_cast<Element*>(g.dv) +
+                              s.offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, r, kv_head) + d0) = ov.raw;
+  }
+}
+
+}  // namespace sm80
+}  // namespace flashlab

@@ -1,0 +1,54 @@
+// src/cuda/sm80/bwd_tile_size.h — the one place the backward tile sizes are chosen, and why.
+//
+// A CTA of the main kernel owns block_n keys (K, V and the dK, dV accumulators of one query head)
+// and walks the query blocks that see them, block_m rows at a time. Five products per step:
+//   S = Q·Kᵀ, dP = dO·Vᵀ      (block_m × block_n)   warps (atom_m_sdp, warps / atom_m_sdp)
+//   dV += Pᵀ·dO, dK += dSᵀ·Q  (block_n × D)         warps (atom_n_dkv, warps / atom_n_dkv)
+//   dQ = dS·K                 (block_m × D)         warps (atom_m_dq, warps / atom_m_dq)
+// Every warp tile is 16 × 16 per MMA step (one ldmatrix.x4 per operand), so each extent must be a
+// multiple of 16 · (warps along it).
+// Shared memory (16-bit elements): Q and dO (block_m × D, `stages` buffers each: 2 = the next
+// query block loads while this one computes), K and V (block_n × D), P and dS (block_m × block_n,
+// for the transposed products). All choices fit 99 KiB, the opt-in limit of sm_86 / sm_89, so one
+// set of tiles runs on every GPU from Ampere on (A100 / H100 allow more; a larger set is future
+// work). Registers: dK and dV accumulators are 2 · block_n · D / threads fp32, S and dP
+// 2 · block_m · block_n / threads; the dQ product adds block_m · D / threads inside its scope.
+// FlashAttention-2's sm80 backward uses 64 × 128 tiles for D 64..128 with 144+ KiB of smem; its
+// sm86 configurations (<= 99 KiB) are the model here:
+//   D 32   64 × 128, 8 warps, 2 stages   64 KiB. Wide key block: fewer dQ atomics per query row.
+//   D 64   64 × 128, 8 warps, 2 stages   96 KiB. dK + dV 64, S + dP 64 registers.
+//   D 96   64 × 64,  8 warps, 2 stages   88 KiB. 64 × 128 would need 128 KiB.
+//   D 128  64 × 64,  8 warps, 1 stage    80 KiB. Two Q/dO stages would need 112 KiB.
+//   D 192  32 × 64,  8 warps, 1 stage    80 KiB. 64 × 64 needs 112 KiB; a 64-key block keeps the
+//          dQ atomics per row at seqlen_k / 64 (32 × 64 rather than 64 × 32).
+//   D 256  32 × 32,  4 warps, 1 stage    68 KiB. 8 warps cannot tile 32 × 32 in 16 × 16 pieces;
+//          dK + dV are 128 registers.
+// Dropout keeps the same tiles (the Philox words of one row are drawn in a rolled loop).
+// ptxas -v (CUDA 13.0, bf16, spill stores in bytes, main kernel / deterministic dQ kernel,
+// without / with dropout): see docs/cuda-kernels.md, "Backward".
+#pragma once
+
+namespace flashlab {
+namespace sm80 {
+
+struct BwdTileSize {
+  int block_m;
+  int block_n;
+  int warps;
+  int stages;      // Q / dO buffers: 2 = double-buffered
+  int atom_m_sdp;  // warps along block_m in S and dP
+  int atom_n_dkv;  // warps along block_n in dK and dV
+  int atom_m_dq;   // warps along block_m in dQ
+};
+
+constexpr BwdTileSize bwd_tile_size(int head_dim) {
+  return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
+         : head_dim <= 64  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
+         : head_dim <= 96  ? BwdTileSize{64, 64, 8, 2, 2, 4, 4}
+         : head_dim <= 128 ? BwdTileSize{64, 64, 8, 1, 2, 4, 4}
+         : head_dim <= 192 ? BwdTileSize{32, 64, 8, 1, 2, 4, 2}
+                           : BwdTileSize{32, 32, 4, 1, 2, 2, 2};
+}
+
+}  // namespace sm80
+}  // namespace flashlab

@@ -1,0 +1,655 @@
+// tests/gpu/test_sm80_backward.cpp — impl cuda_sm80 (backward) against the float64 reference.
+//
+//   Sweep            a randomized sweep (FLASHLAB_SM80_BWD_SWEEP configurations, default 1000; seed
+//                    FLASHLAB_SM80_BWD_SEED) over dtype, head dims (buckets and multiples of 8
+//                    between), seqlens 1..4224 with seqlen_q != seqlen_k both ways, GQA 1/2/8 and
+//                    MQA, causal in both alignments, windows, softcap, ALiBi, dropout, varlen with
+//                    empty and length-1 sequences, padded strides, peaky inputs, zero and negative
+//                    softmax scales, deterministic on and off. Configurations whose bucket or dtype
+//                    this build did not compile are skipped and counted.
+//   Determinism      deterministic = true (GQA, dropout, causal): the same call twice, the second
+//                    on another stream, gives identical bytes of dq, dk, dv.
+//   Workspace        too small or null: an error naming the required size, and nothing written.
+//   Errors           unsupported combinations name the rule (no GPU needed).
+//   CheckerSelfTest  the tolerance accepts a correct fp32 implementation (cpu_flash) and rejects a
+//                    1 % error and a NaN (no GPU needed: a test that cannot fail is a defect).
+//   ToleranceCoversKernelNumerics  ... and accepts the kernel's own rounding, emulated on the CPU.
+// Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
+// has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep:
+//   FLASHLAB_SM80_BWD_SWEEP=40 compute-sanitizer --tool memcheck build/tests/gpu/test_sm80_backward
+//
+// Inputs. q, k, v, dout are drawn and rounded to the dtype once. out and lse come from the float64
+// reference forward (impl kReference), out rounded to the dtype and lse in fp32: exactly what a
+// caller hands the backward after a correct forward, and independent of cuda_sm80's own forward.
+//
+// Tolerance (STYLE.md rule 10), per gradient g in {dq, dk, dv}:
+//   exact  the reference backward (float64) on an fp32 copy of the rounded inputs;
+//   base   exact rounded to the dtype: the error of an implementation that stored perfect results;
+//   gpu    cuda_sm80 on the dtype tensors;
+//   max|gpu - exact| <= 2 max|base - exact| + 2u · unit      rel_l2(gpu) <= 2 rel_l2(base) + u
+// with u the dtype's unit roundoff (bf16 2^-8, fp16 2^-11) and unit = max|exact|. Why more slack
+// than the forward test's (u · unit and u / 4): like FlashAttention-2, the kernel rounds P (for
+// dV = Pᵀ·dO) and dS (for dK = dSᵀ·Q and dQ = dS·K) to the dtype before the products, and dS =
+// P ∘ (dP − D) is a difference: its rounding error is relative to P·|dP| rather than to dS, and
+// every element of dQ, dK is a sum of seqlen such rounded terms (fp16 adds the subnormal range for
+// the small dS of long rows). D is computed from the dtype-rounded O. ToleranceCoversKernelNumerics
+// emulates exactly that on the CPU — fp32 products, P and dS rounded, D from the rounded O — and
+// measures how much of this slack such a kernel uses (printed: at most ~0.5 over bf16/fp16, long
+// rows and peaky inputs, so the slack is about twice what those roundings need), while the
+// self-test shows one element off by 8u of the gradient's scale still fails.
+// Outputs and the workspace are poisoned (0xFF bytes: NaN) before each run: NaN never passes, the
+// padding between rows must still hold the poison afterwards, and the kernels may not rely on a
+// zeroed workspace.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/backend.h"
+#include "flashlab/flashlab.h"
+#include "testing/problem.h"
+
+#if defined(FLASHLAB_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+using flashlab::AttentionConfig;
+using flashlab::BwdParams;
+using flashlab::CausalAlign;
+using flashlab::Device;
+using flashlab::DType;
+using flashlab::FwdParams;
+using flashlab::Impl;
+using flashlab::Status;
+using flashlab::StatusCode;
+using flashlab::testing::HostTensor;
+using flashlab::testing::Problem;
+using flashlab::testing::ProblemSpec;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+double unit_roundoff(DType d) {
+  return d == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+}
+
+// ---- The checker (host only) -------------------------------------------------------------------
+
+struct Errors {
+  double max_abs = 0, sq = 0, ref_sq = 0, ref_max = 0;
+  int64_t nonfinite = 0;
+  double rel_l2() const { return ref_sq > 0 ? std::sqrt(sq / ref_sq) : std::sqrt(sq); }
+};
+
+// Error of `got` (or, with round_to_dtype, of exact rounded to `dtype`) against `exact`.
+Errors measure(const HostTensor& got, const HostTensor& exact, bool round_to_dtype, DType dtype) {
+  Errors e;
+  for (int64_t b = 0; b < exact.batch; ++b)
+    for (int64_t r = 0; r < exact.rows; ++r)
+      for (int64_t h = 0; h < exact.heads; ++h)
+        for (int64_t d = 0; d < exact.dim; ++d) {
+          const double want = exact.get(b, r, h, d);
+          const double g =
+              round_to_dtype ? flashlab::round_to(dtype, static_cast<float>(want)) : got.get(b, r, h, d);
+          if (!std::isfinite(g)) {
+            ++e.nonfinite;
+            continue;
+          }
+          const double diff = std::fabs(g - want);
+          e.max_abs = std::max(e.max_abs, diff);
+          e.sq += diff * diff;
+          e.ref_sq += want * want;
+          e.ref_max = std::max(e.ref_max, std::fabs(want));
+        }
+  return e;
+}
+
+// How much of the allowed error a result uses: max of (error / tolerance) over both criteria
+// (> 1 fails). Appends what failed to `why`.
+double check_one(const char* name, const HostTensor& got, const HostTensor& exact, DType dtype,
+                 std::string* why) {
+  const double u = unit_roundoff(dtype);
+  const Errors base = measure(got, exact, true, dtype);
+  const Errors e = measure(got, exact, false, dtype);
+  if (e.nonfinite > 0) {
+    *why += std::string(" ") + name + " has " + std::to_string(e.nonfinite) + " non-finite values;";
+    return INFINITY;
+  }
+  const double max_tol = 2 * base.max_abs + 2 * u * base.ref_max;
+  const double rel_tol = 2 * base.rel_l2() + u;
+  double used = max_tol > 0 ? e.max_abs / max_tol : (e.max_abs > 0 ? INFINITY : 0.0);
+  if (!(e.max_abs <= max_tol))
+    *why += std::string(" ") + name + " max_abs " + std::to_string(e.max_abs) + " > " + std::to_string(max_tol) + ";";
+  if (base.ref_sq > 0) {
+    used = std::max(used, e.rel_l2() / rel_tol);
+    if (!(e.rel_l2() <= rel_tol))
+      *why += std::string(" ") + name + " rel_l2 " + std::to_string(e.rel_l2()) + " > " + std::to_string(rel_tol) +
+              ";";
+  }
+  return used;
+}
+
+// Empty string when dq, dk, dv of `got` pass against `exact`, else what failed. *used: the
+// largest fraction of a tolerance used.
+std::string check_backward(const Problem& got, const Problem& exact, DType dtype, double* used = nullptr) {
+  std::string why;
+  double u = 0;
+  u = std::max(u, check_one("dq", got.dq, exact.dq, dtype, &why));
+  u = std::max(u, check_one("dk", got.dk, exact.dk, dtype, &why));
+  u = std::max(u, check_one("dv", got.dv, exact.dv, dtype, &why));
+  if (used) *used = u;
+  return why;
+}
+
+// The forward the backward is handed: the reference's out (rounded to the dtype) and lse.
+void reference_forward_into(Problem& pb, float softmax_scale) {
+  FwdParams p = pb.fwd_params(Impl::kReference);
+  p.softmax_scale = softmax_scale;
+  const Status st = flashlab::attention_forward(p);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+}
+
+// The exact gradients: the reference backward on an fp32 copy of the (already rounded) inputs.
+Problem exact_backward(const Problem& pb, float softmax_scale) {
+  ProblemSpec s = pb.spec;
+  s.dtype = DType::kFloat32;
+  if (pb.varlen()) s.batch = 1;  // Problem recomputes batch from lens
+  Problem ex(s);
+  HostTensor* dst[4] = {&ex.q, &ex.k, &ex.v, &ex.dout};
+  const HostTensor* src[4] = {&pb.q, &pb.k, &pb.v, &pb.dout};
+  for (int t = 0; t < 4; ++t)
+    for (int64_t b = 0; b < src[t]->batch; ++b)
+      for (int64_t r = 0; r < src[t]->rows; ++r)
+        for (int64_t h = 0; h < src[t]->heads; ++h)
+          for (int64_t d = 0; d < src[t]->dim; ++d) dst[t]->set(b, r, h, d, src[t]->get(b, r, h, d));
+  BwdParams p = ex.bwd_params(Impl::kReference);
+  p.softmax_scale = softmax_scale;
+  const Status st = flashlab::attention_backward(p);  // ignores out and lse: recomputes them
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return ex;
+}
+
+// ---- Checker self-tests (run everywhere) -------------------------------------------------------
+
+// The kernel's numerics on the CPU, for fixed-length causal/full problems without score
+// modifications or dropout: fp32 scores, P from the fp32 LSE, dP in fp32, D = rowsum(dO ∘ O) from
+// the dtype-rounded O, and P and dS rounded to the dtype before the products that consume them.
+void emulate_kernel_numerics(Problem& pb) {
+  const ProblemSpec& s = pb.spec;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const int64_t shift = s.causal_align == CausalAlign::kBottomRight ? s.seqlen_k - s.seqlen_q : 0;
+  const int64_t group = s.heads_q / s.heads_kv, D = s.head_dim;
+  std::vector<double> dk(static_cast<size_t>(s.seqlen_k * D)), dv(dk.size()), dq(static_cast<size_t>(D));
+  std::vector<float> p(static_cast<size_t>(s.seqlen_k)), ds(p.size());
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t hk = 0; hk < s.heads_kv; ++hk) {
+      std::fill(dk.begin(), dk.end(), 0.0);
+      std::fill(dv.begin(), dv.end(), 0.0);
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+        for (int64_t i = 0; i < s.seqlen_q; ++i) {
+          const float lse = pb.lse[b * pb.lse_batch_stride + h * pb.lse_head_stride + i];
+          float dsum = 0;
+          for (int64_t d = 0; d < D; ++d) dsum += pb.dout.get(b, i, h, d) * pb.out.get(b, i, h, d);
+          for (int64_t j = 0; j < s.seqlen_k; ++j) {
+            float acc = 0, dp = 0;
+            for (int64_t d = 0; d < D; ++d) {
+              acc += pb.q.get(b, i, h, d) * pb.k.get(b, j, hk, d);
+              dp += pb.dout.get(b, i, h, d) * pb.v.get(b, j, hk, d);
+            }
+            const bool masked = s.causal && j > i + shift;
+            const float prob = masked || std::isinf(lse) ? 0.0f : std::exp(acc * scale - lse);
+            p[j] = flashlab::round_to(s.dtype, prob);
+            ds[j] = flashlab::round_to(s.dtype, prob * (dp - dsum));
+          }
+          std::fill(dq.begin(), dq.end(), 0.0);
+          for (int64_t j = 0; j < s.seqlen_k; ++j)
+            for (int64_t d = 0; d < D; ++d) {
+              dq[d] += ds[j] * pb.k.get(b, j, hk, d);
+              dk[j * D + d] += ds[j] * pb.q.get(b, i, h, d);
+              dv[j * D + d] += p[j] * pb.dout.get(b, i, h, d);
+            }
+          for (int64_t d = 0; d < D; ++d) pb.dq.set(b, i, h, d, static_cast<float>(dq[d] * scale));
+        }
+      for (int64_t j = 0; j < s.seqlen_k; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          pb.dk.set(b, j, hk, d, static_cast<float>(dk[j * D + d] * scale));
+          pb.dv.set(b, j, hk, d, static_cast<float>(dv[j * D + d]));
+        }
+    }
+}
+
+TEST(Sm80Backward, ToleranceCoversKernelNumerics) {
+  struct Shape {
+    int64_t sq, sk, hq, hkv, d;
+  };
+  const Shape shapes[] = {{64, 203, 4, 2, 64}, {1023, 1023, 1, 1, 64}, {17, 1023, 2, 1, 128}};
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (const Shape& sh : shapes)
+      for (float input_scale : {1.0f, 4.0f})
+        for (bool causal : {false, true}) {
+          ProblemSpec s;
+          s.batch = 1;
+          s.seqlen_q = sh.sq;
+          s.seqlen_k = sh.sk;
+          s.heads_q = sh.hq;
+          s.heads_kv = sh.hkv;
+          s.head_dim = sh.d;
+          s.dtype = dt;
+          s.causal = causal;
+          s.input_scale = input_scale;
+          s.data_seed = 11 + static_cast<uint64_t>(input_scale * 10) + static_cast<uint64_t>(sh.sq);
+          Problem pb(s);
+          reference_forward_into(pb, NAN);
+          const Problem exact = exact_backward(pb, NAN);
+          pb.poison_backward_outputs();
+          emulate_kernel_numerics(pb);
+          double used = 0;
+          const std::string why = check_backward(pb, exact, dt, &used);
+          EXPECT_EQ(why, "") << s.describe() << " input_scale " << input_scale;
+          std::printf("[ emulated ] %-40s input_scale %.0f: uses %.2f of the tolerance\n", s.describe().c_str(),
+                      input_scale, used);
+        }
+}
+
+TEST(Sm80Backward, CheckerSelfTest) {
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+    ProblemSpec s;
+    s.batch = 2;
+    s.seqlen_q = 113;
+    s.seqlen_k = 203;
+    s.heads_q = 4;
+    s.heads_kv = 2;
+    s.head_dim = 72;
+    s.dtype = dt;
+    s.causal = true;
+    s.input_scale = 2.0f;
+    Problem pb(s);
+    reference_forward_into(pb, NAN);
+    const Problem exact = exact_backward(pb, NAN);
+    // A correct implementation with fp32 compute and dtype outputs passes.
+    pb.poison_backward_outputs();
+    ASSERT_TRUE(flashlab::attention_backward(pb.bwd_params(Impl::kCpuFlash)).ok());
+    EXPECT_EQ(check_backward(pb, exact, dt), "") << flashlab::to_string(dt);
+    // One element of each gradient off by 8 units of roundoff of its scale (bf16 3 %, fp16 0.4 %)
+    // fails; so does one NaN.
+    HostTensor* grads[3] = {&pb.dq, &pb.dk, &pb.dv};
+    const HostTensor* exacts[3] = {&exact.dq, &exact.dk, &exact.dv};
+    for (int g = 0; g < 3; ++g) {
+      const HostTensor saved = *grads[g];
+      const Errors e = measure(*grads[g], *exacts[g], false, dt);
+      grads[g]->set(1, 50, 1, 7, grads[g]->get(1, 50, 1, 7) +
+                                     static_cast<float>(8 * unit_roundoff(dt) * e.ref_max));
+      EXPECT_NE(check_backward(pb, exact, dt), "") << "gradient " << g;
+      *grads[g] = saved;
+      grads[g]->set(0, 0, 0, 0, NAN);
+      EXPECT_NE(check_backward(pb, exact, dt), "") << "gradient " << g;
+      *grads[g] = saved;
+    }
+  }
+}
+
+// ---- Errors (no GPU needed: the rules come before any device query) ----------------------------
+
+AttentionConfig sm80_config() {
+  AttentionConfig c;
+  c.device = Device::kCUDA;
+  c.impl = Impl::kCudaSm80;
+  c.dtype = DType::kBFloat16;
+  c.batch = 2;
+  c.seqlen_q = c.seqlen_k = 128;
+  c.heads_q = c.heads_kv = 4;
+  c.head_dim = 128;
+  return c;
+}
+
+void expect_unsupported(const AttentionConfig& c, const std::string& part) {
+  const Status st = flashlab::detail::sm80_supports(c, /*backward=*/true);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+TEST(Sm80Backward, Errors) {
+  AttentionConfig c = sm80_config();
+  c.dtype = DType::kFloat32;
+  expect_unsupported(c, "dtype fp32 is not supported by impl cuda_sm80: supported bf16, fp16");
+  c = sm80_config();
+  c.head_dim = 260;
+  expect_unsupported(c, "head_dim (260) is not supported by impl cuda_sm80: supported multiples of 8");
+  c.head_dim = 36;
+  expect_unsupported(c, "head_dim (36) is not supported by impl cuda_sm80");
+  c = sm80_config();
+  c.seqlen_q = (int64_t(1) << 30) + 1;
+  expect_unsupported(c, "seqlen_q");
+  c = sm80_config();
+  c.batch = 70000;
+  expect_unsupported(c, "batch (70000) is not supported by impl cuda_sm80: supported <= 65535");
+  c = sm80_config();
+  c.device = Device::kCPU;
+  expect_unsupported(c, "runs on cuda");
+}
+
+// ---- GPU tests -----------------------------------------------------------------------------------
+
+#if defined(FLASHLAB_WITH_CUDA)
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: cuda_sm80 backward not exercised"
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    if (n) {
+      EXPECT_EQ(cudaMalloc(&ptr, n), cudaSuccess);
+    }
+  }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const void* h) {
+    if (bytes) {
+      EXPECT_EQ(cudaMemcpy(ptr, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  void download(void* h) const {
+    if (bytes) {
+      EXPECT_EQ(cudaMemcpy(h, ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+  }
+  void poison() {
+    if (bytes) {
+      EXPECT_EQ(cudaMemset(ptr, 0xff, bytes), cudaSuccess);
+    }
+  }
+};
+
+// The problem's tensors mirrored on the device (same strides, padding included). out and lse must
+// already hold the forward's results (reference_forward_into).
+struct DeviceProblem {
+  Problem& pb;
+  DeviceBuffer q, k, v, out, dout, lse, dq, dk, dv, cu_q, cu_k, alibi;
+  explicit DeviceProblem(Problem& p)
+      : pb(p),
+        q(p.q.bytes.size()),
+        k(p.k.bytes.size()),
+        v(p.v.bytes.size()),
+        out(p.out.bytes.size()),
+        dout(p.dout.bytes.size()),
+        lse(p.lse.size() * sizeof(float)),
+        dq(p.dq.bytes.size()),
+        dk(p.dk.bytes.size()),
+        dv(p.dv.bytes.size()),
+        cu_q(p.cu_seqlens_q.size() * sizeof(int32_t)),
+        cu_k(p.cu_seqlens_k.size() * sizeof(int32_t)),
+        alibi(p.alibi_slopes.size() * sizeof(float)) {
+    q.upload(p.q.data());
+    k.upload(p.k.data());
+    v.upload(p.v.data());
+    out.upload(p.out.data());
+    dout.upload(p.dout.data());
+    lse.upload(p.lse.data());
+    cu_q.upload(p.cu_seqlens_q.data());
+    cu_k.upload(p.cu_seqlens_k.data());
+    alibi.upload(p.alibi_slopes.data());
+  }
+  BwdParams params(float softmax_scale, bool deterministic, void* stream) {
+    BwdParams p = pb.bwd_params(Impl::kCudaSm80);
+    p.device = Device::kCUDA;
+    p.softmax_scale = softmax_scale;
+    p.deterministic = deterministic;
+    p.stream = stream;
+    p.q.ptr = q.ptr;
+    p.k.ptr = k.ptr;
+    p.v.ptr = v.ptr;
+    p.out.ptr = out.ptr;
+    p.dout.ptr = dout.ptr;
+    p.lse = static_cast<const float*>(lse.ptr);
+    p.dq.ptr = dq.ptr;
+    p.dk.ptr = dk.ptr;
+    p.dv.ptr = dv.ptr;
+    if (pb.varlen()) {
+      p.cu_seqlens_q = static_cast<const int32_t*>(cu_q.ptr);
+      p.cu_seqlens_k = static_cast<const int32_t*>(cu_k.ptr);
+    }
+    if (p.alibi_slopes) p.alibi_slopes = static_cast<const float*>(alibi.ptr);
+    return p;
+  }
+  void poison_outputs() {
+    dq.poison();
+    dk.poison();
+    dv.poison();
+  }
+  void download_outputs() {
+    dq.download(pb.dq.data());
+    dk.download(pb.dk.data());
+    dv.download(pb.dv.data());
+  }
+  // Poisons the outputs and a workspace of the size backward_workspace_size() asks for, runs,
+  // copies the gradients back into pb.dq / dk / dv.
+  Status run(float softmax_scale, bool deterministic, void* stream = nullptr) {
+    BwdParams p = params(softmax_scale, deterministic, stream);
+    int64_t ws_bytes = -1;
+    const Status ws = flashlab::backward_workspace_size(p, &ws_bytes);
+    if (!ws.ok()) return ws;
+    DeviceBuffer workspace(static_cast<size_t>(ws_bytes));
+    workspace.poison();
+    p.workspace = workspace.ptr;
+    p.workspace_bytes = ws_bytes;
+    poison_outputs();
+    const Status st = flashlab::attention_backward(p);
+    if (!st.ok()) return st;
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
+    download_outputs();
+    return st;
+  }
+};
+
+// Elements of `t` outside its logical (batch, rows, heads, dim) that no longer hold the 0xFFFF poison.
+int64_t written_padding(const HostTensor& t) {
+  std::vector<char> logical(t.bytes.size() / 2, 0);
+  for (int64_t b = 0; b < t.batch; ++b)
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t h = 0; h < t.heads; ++h)
+        for (int64_t d = 0; d < t.dim; ++d) logical[t.index(b, r, h, d)] = 1;
+  int64_t n = 0;
+  for (size_t i = 0; i < logical.size(); ++i) {
+    uint16_t w;
+    std::memcpy(&w, t.bytes.data() + 2 * i, 2);
+    if (!logical[i] && w != 0xffffu) ++n;
+  }
+  return n;
+}
+
+bool all_poison(const HostTensor& t) {
+  return std::all_of(t.bytes.begin(), t.bytes.end(), [](unsigned char c) { return c == 0xff; });
+}
+
+bool not_built(const Status& st) {
+  return st.code() == StatusCode::kUnsupported &&
+         st.message().find("not compiled into this build") != std::string::npos;
+}
+
+struct SweepCase {
+  ProblemSpec spec;
+  float scale = NAN;  // NaN: the default 1/sqrt(head_dim)
+  bool deterministic = false;
+};
+
+SweepCase random_case(std::mt19937_64& rng) {
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+  };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  SweepCase c;
+  ProblemSpec& s = c.spec;
+  s.dtype = chance(0.5) ? DType::kBFloat16 : DType::kFloat16;
+  s.head_dim = chance(0.6) ? pick({32, 64, 96, 128, 192, 256})
+                           : 8 * std::uniform_int_distribution<int64_t>(1, 32)(rng);
+  s.seqlen_q = pick({1, 17, 64, 113, 128, 203, 256, 1023});
+  s.seqlen_k = chance(0.4) ? s.seqlen_q : pick({1, 17, 64, 113, 128, 203, 256, 1023});
+  if (chance(0.015)) {  // long sequences: one head of a small bucket keeps the reference affordable
+    s.seqlen_q = chance(0.5) ? 4224 : pick({17, 203});
+    s.seqlen_k = 4224;
+    s.head_dim = std::min<int64_t>(s.head_dim, 64);
+  }
+  s.heads_kv = s.seqlen_k == 4224 ? 1 : pick({1, 2, 3});
+  s.heads_q = s.heads_kv * pick({1, 1, 2, 8});
+  s.batch = pick({1, 2, 3});
+  const int mask = static_cast<int>(pick({0, 0, 1, 1, 2, 3}));
+  s.causal = mask == 1 || mask == 3;
+  s.causal_align = chance(0.5) ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
+  if (mask >= 2) {
+    s.window_left = pick({-1, 0, 5, 64, 300});
+    s.window_right = s.causal ? -1 : pick({-1, 0, 7, 100});
+  }
+  if (chance(0.15)) s.softcap = chance(0.5) ? 5.0f : 30.0f;
+  s.alibi = chance(0.15);
+  if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
+  s.dropout_seed = rng();
+  s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;
+  if (chance(0.2)) {  // varlen, empty and length-1 sequences included
+    const int n = static_cast<int>(pick({1, 2, 3, 4}));
+    for (int i = 0; i < n; ++i) {
+      s.lens_q.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+      s.lens_k.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+    }
+  }
+  if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
+  s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
+  if (chance(0.05)) c.scale = chance(0.5) ? 0.0f : -0.09f;
+  c.deterministic = chance(0.3);
+  s.data_seed = rng();
+  // Keep the float64 reference affordable: <= ~1e8 multiply-adds per product (it makes 5).
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 100'000'000 && s.heads_q > s.heads_kv)
+    s.heads_q -= s.heads_kv;
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 100'000'000 && s.batch > 1) --s.batch;
+  return c;
+}
+
+TEST(Sm80Backward, Sweep) {
+  SKIP_WITHOUT_GPU();
+  const int n = env_int("FLASHLAB_SM80_BWD_SWEEP", 1000);
+  std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_BWD_SEED", 2025)));
+  int ran = 0, skipped = 0, failed = 0;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const SweepCase c = random_case(rng);
+    Problem pb(c.spec);
+    const std::string what = "case " + std::to_string(i) + ": " + pb.spec.describe() +
+                             (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale)) +
+                             (c.deterministic ? " deterministic" : "");
+    reference_forward_into(pb, c.scale);
+    DeviceProblem dev(pb);
+    const Status st = dev.run(c.scale, c.deterministic);
+    if (not_built(st)) {
+      ++skipped;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+    ++ran;
+    const Problem exact = exact_backward(pb, c.scale);
+    double used = 0;
+    const std::string why = check_backward(pb, exact, pb.spec.dtype, &used);
+    worst = std::max(worst, used);
+    const int64_t pad = written_padding(pb.dq) + written_padding(pb.dk) + written_padding(pb.dv);
+    if (!why.empty() || pad != 0) {
+      ++failed;
+      ADD_FAILURE() << what << ":" << why << (pad ? " wrote " + std::to_string(pad) + " padding elements" : "");
+      if (failed >= 20) break;  // enough to diagnose
+    }
+  }
+  std::printf("[ sweep    ] %d configurations run, %d skipped (not built), %d failed; worst uses %.2f of "
+              "the tolerance\n",
+              ran, skipped, failed, worst);
+  EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
+}
+
+ProblemSpec determinism_spec() {
+  ProblemSpec s;
+  s.batch = 2;
+  s.seqlen_q = 300;
+  s.seqlen_k = 515;
+  s.heads_q = 8;
+  s.heads_kv = 2;
+  s.head_dim = 128;
+  s.causal = true;
+  s.dropout_p = 0.2f;
+  return s;
+}
+
+TEST(Sm80Backward, Determinism) {
+  SKIP_WITHOUT_GPU();
+  Problem pb(determinism_spec());
+  reference_forward_into(pb, NAN);
+  DeviceProblem dev(pb);
+  Status st = dev.run(NAN, /*deterministic=*/true);
+  if (not_built(st)) GTEST_SKIP() << st.message();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const Problem exact = exact_backward(pb, NAN);
+  EXPECT_EQ(check_backward(pb, exact, pb.spec.dtype), "");
+  const std::vector<unsigned char> dq1 = pb.dq.bytes, dk1 = pb.dk.bytes, dv1 = pb.dv.bytes;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  st = dev.run(NAN, /*deterministic=*/true, stream);
+  cudaStreamDestroy(stream);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_TRUE(dq1 == pb.dq.bytes) << "dq differs between two identical deterministic calls";
+  EXPECT_TRUE(dk1 == pb.dk.bytes) << "dk differs between two identical deterministic calls";
+  EXPECT_TRUE(dv1 == pb.dv.bytes) << "dv differs between two identical deterministic calls";
+}
+
+TEST(Sm80Backward, Workspace) {
+  SKIP_WITHOUT_GPU();
+  Problem pb(determinism_spec());
+  reference_forward_into(pb, NAN);
+  DeviceProblem dev(pb);
+  for (bool deterministic : {false, true}) {
+    BwdParams p = dev.params(NAN, deterministic, nullptr);
+    int64_t need = -1;
+    Status st = flashlab::backward_workspace_size(p, &need);
+    if (not_built(st)) GTEST_SKIP() << st.message();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    // rows · heads_q · head_dim floats of dQ accumulators (atomic mode), D per row, GQA slices.
+    const int64_t rows_q = 2 * 300, rows_k = 2 * 515;
+    int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
+    if (!deterministic) want += ((4 * rows_q * 8 * 128 + 255) / 256) * 256;
+    want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
+    EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");
+
+    DeviceBuffer small(static_cast<size_t>(need - 256));
+    p.workspace = small.ptr;
+    p.workspace_bytes = need - 256;
+    dev.poison_outputs();
+    st = flashlab::attention_backward(p);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos) << st.message();
+    p.workspace = nullptr;
+    p.workspace_bytes = need;
+    st = flashlab::attention_backward(p);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    dev.download_outputs();
+    EXPECT_TRUE(all_poison(pb.dq) && all_poison(pb.dk) && all_poison(pb.dv)) << "an output was written";
+  }
+}
+
+#endif  // FLASHLAB_WITH_CUDA
+
+}  // namespace
