@@ -3,7 +3,8 @@
 # tests included. Run from the repo root with build-carry/ carried (tools/device_bundle.sh makes
 # it: the CUDA libflashlab.so in build-carry/lib):
 #
-#   device run, carry ["build-carry", "python/.wheels"]:  bash python/run_gpu.sh
+#   device run, carry ["build-carry", "python/.wheels"]:  bash python/run_gpu.sh [import]
+#   (`import`: only build the extension and run the import-order matrix)
 #
 # python/.wheels (optional): `pip download --no-deps -d python/.wheels nanobind==2.9.2
 # scikit-build-core==0.11.6`, the versions tools/setup.sh pins.
@@ -40,18 +41,25 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "nanobind", 
 } 2>&1 | tee "$OUT/env.txt"
 
 t0=$(date +%s)
-FLASHLAB_LIB_DIR=$LIB python3 -m pip install --no-build-isolation --no-deps --no-index \
-  -C build-dir=/tmp/flashlab-python-build ./python >"$OUT/build.log" 2>&1
+{ env | grep -E '^(CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|CMAKE_[A-Z_]*)=' ; c++ --version | head -1; } >"$OUT/build.log" 2>&1
+FLASHLAB_LIB_DIR=$LIB python3 -m pip install -v --no-build-isolation --no-deps --no-index \
+  -C build-dir=/tmp/flashlab-python-build -C build.verbose=true ./python >>"$OUT/build.log" 2>&1
 rc=$?
 summary+=("build rc=$rc ($(($(date +%s) - t0)) s)")
 if [ $rc -ne 0 ]; then
   tail -30 "$OUT/build.log"
 else
   (cd /tmp && python3 -c 'import flashlab; print(flashlab.__file__, flashlab.build_info())') 2>&1 | tee -a "$OUT/env.txt"
+  # What the module exports (should be PyInit__core alone) and what it links.
+  core=$(python3 -c 'import importlib.util, glob, os; d = importlib.util.find_spec("flashlab").submodule_search_locations[0]; print(glob.glob(os.path.join(d, "_core*.so"))[0])')
+  { echo "exports:"; nm -D --defined-only "$core" | head -20; ldd "$core"; } >>"$OUT/env.txt" 2>&1
   # flashlab and torch in one process: a matrix of import / CUDA-initialization orders, each in a
   # fresh interpreter (a crash is reported, not fatal), with controls that load torch alone.
-  timeout 300 python3 python/scripts/import_order_check.py >"$OUT/import_order.log" 2>&1
+  FLASHLAB_CRASH_TRACER=$LIB/crash_backtrace.so timeout 300 python3 python/scripts/import_order_check.py >"$OUT/import_order.log" 2>&1
   summary+=("import order rc=$?: $(tail -1 "$OUT/import_order.log")")
+  if [ "${1:-}" = "import" ]; then  # `bash python/run_gpu.sh import`: build and the matrix only
+    echo "==== summary"; printf '%s\n' "${summary[@]}"; exit 0
+  fi
   # The NumPy tests alone (no torch in the process), then the torch tests. This package's tests
   # only: python/tests/test_triton.py belongs to the Triton run.
   FLASHLAB_TEST_IMPORT_ORDER=flashlab timeout 120 python3 -m pytest -rs python/tests/test_core.py \

@@ -15,11 +15,15 @@ cmake --build build-h100 -j"$(nproc)"
 rm -rf build-carry
 mkdir -p build-carry/bin build-carry/lib
 progs=(src/cli/flashlab learn/attention_forward learn/attention_backward)
-for t in build-h100/tests/test_*; do [ -x "$t" ] && progs+=("tests/$(basename "$t")"); done
+for t in build-h100/tests/test_* build-h100/tests/gpu/test_*; do
+  [ -x "$t" ] && [ -f "$t" ] && progs+=("${t#build-h100/}")
+done
 for p in "${progs[@]}"; do cp "build-h100/$p" build-carry/bin/; done
 cp -L build-h100/libflashlab.so build-carry/lib/
 # Shared libraries from Debian packages the device lacks (OpenBLAS and its Fortran runtime, libgomp).
 for lib in $(ldd build-carry/bin/flashlab | awk '/=> \// {print $3}' | grep -E 'openblas|gfortran|quadmath|gomp'); do
   cp -L "$lib" build-carry/lib/
 done
+# Diagnostic for native crashes in Python processes (python/scripts/import_order_check.py).
+cc -O1 -g -shared -fPIC -o build-carry/lib/crash_backtrace.so python/scripts/crash_backtrace.c
 du -sh build-carry

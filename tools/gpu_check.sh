@@ -9,6 +9,10 @@
 #     bench      flashlab bench: default shape, and the standard learning shape, beside the peers
 #     learn_fwd  learn/run_gpu.sh (validation sweep, memcheck, racecheck, progression, SDPA, ncu)
 #     learn_bwd  learn/run_gpu_backward.sh (the same for the backward)
+#     sm80       the production CuTe kernels: GPU test sweeps (tests/gpu), compute-sanitizer memcheck
+#                and racecheck on a small sweep, a checked flashlab bench beside learn_v4
+#     grid       benchmarks/sdpa_grid.py: cuda_sm80 vs PyTorch SDPA flash on the issue-4 grid
+#                (GRID_ARGS adds options, e.g. "--hdims 128 --no-backward")
 # LEARN_PHASES narrows the learn scripts' phases (e.g. validate,memcheck,racecheck,time,sdpa).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +54,33 @@ if has learn_fwd; then
 fi
 if has learn_bwd; then
   OUT=$OUT/bwd bash learn/run_gpu_backward.sh "$BIN" ${LEARN_PHASES:-} 2>&1 | tail -40 | tee "$OUT/learn_bwd_summary.txt"
+fi
+if has sm80; then
+  for t in "$BIN"/test_sm80_*; do
+    name=$(basename "$t")
+    timeout ${SM80_TEST_TIMEOUT:-400} "$t" --gtest_brief=1 >"$OUT/$name.log" 2>&1
+    note "$name rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$name.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED|Failure|sweep:' "$OUT/$name.log" | head -20
+  done
+  # Sanitizers on a small sweep (seqlens up to a few hundred keep them to seconds).
+  for t in "$BIN"/test_sm80_forward "$BIN"/test_sm80_backward; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    for tool in memcheck racecheck; do
+      FLASHLAB_SM80_SWEEP=40 FLASHLAB_SM80_BWD_SWEEP=24 FLASHLAB_SM80_MAX_SEQLEN=300 timeout ${SANITIZER_TIMEOUT:-300} \
+        compute-sanitizer --tool $tool --error-exitcode 9 "$t" --gtest_brief=1 --gtest_filter='*Sweep*' \
+        >"$OUT/${name}_$tool.log" 2>&1
+      note "$name $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/${name}_$tool.log" | tail -1)"
+    done
+  done
+  timeout 300 "$BIN/flashlab" bench --batch 4 --heads 16 --seqlen 4096 --head-dim 128 --impl cuda_sm80,learn_v4 \
+    --iters 20 2>&1 | tee "$OUT/bench_sm80.txt"
+  note "bench sm80 rc=${PIPESTATUS[0]}"
+fi
+if has grid; then
+  timeout 580 python3 benchmarks/sdpa_grid.py --flashlab "$BIN/flashlab" --impl cuda_sm80,learn_v4 \
+    --md "$OUT/grid.md" ${GRID_ARGS:-} 2>&1 | tee "$OUT/grid.log" | grep -v '^|'
+  note "grid rc=${PIPESTATUS[0]}"
 fi
 echo "==== summary"
 printf '%s\n' "${summary[@]}"

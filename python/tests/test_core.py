@@ -298,3 +298,22 @@ def test_implementations_and_build_info():
     assert {"reference", "cpu_flash"} <= names
     info = flashlab.build_info()
     assert info["version"] == flashlab.__version__
+
+
+def test_extension_exports_only_its_init():
+    """_core must not export symbols beyond PyInit__core (python/CMakeLists.txt: an exported static
+    copy of libstdc++ in the module crashed torch and libflashlab on the GPU machine)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("ELF dynamic symbol table check (Linux)")
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("binutils nm not installed")
+    out = subprocess.run([nm, "-D", "--defined-only", _core.__file__], capture_output=True, text=True, check=True)
+    names = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
+    assert "PyInit__core" in names
+    extra = [n for n in names if n != "PyInit__core"]
+    assert not extra, f"_core exports {len(extra)} more symbols, e.g. {extra[:5]}"

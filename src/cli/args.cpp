@@ -183,6 +183,7 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
          return Status::Ok();
        }},
       {"--check", false, flag(&o->force_check)},
+      {"--no-check", false, flag(&o->no_check)},
       {"--no-sgemm", false, flag(&o->no_sgemm)},
       {"--json", false, flag(&o->json)},
       {"--quiet", false, flag(&o->quiet)},
@@ -273,6 +274,8 @@ what to run:
   --tol REL[,ABS]      override the tolerance: rel_l2 <= REL, max_abs <= ABS * max(1, max|ref|)
                        (ABS defaults to 2 * REL)
   --check              run the reference check even when it needs a lot of memory
+  --no-check           time only: skip the reference (outputs are still checked for NaN and
+                       unwritten elements); for performance sweeps whose shapes the tests cover
   --no-sgemm           skip the OpenBLAS sgemm peer row
 output:
   --json               one JSON document on stdout instead of the table

@@ -45,6 +45,7 @@ struct BenchOptions {
   bool iters_explicit = false;  // without --iters, slow impls stop after a time budget
   int threads = 0;              // 0: all (omp_get_max_threads())
   bool force_check = false;     // --check: run the reference even when it is huge
+  bool no_check = false;        // --no-check: skip the reference (timing sweeps)
   bool no_sgemm = false;        // --no-sgemm: skip the OpenBLAS peer row
 
   // --- tolerance override (negative: the per-dtype default)

@@ -342,7 +342,14 @@ Status run_bench(const BenchOptions& o, BenchReport* r) {
   const FwdParams shape_fwd = shape.forward(Impl::kReference);
   r->flops = attention_flops(shape_fwd, shape_fwd.cu_seqlens_q, shape_fwd.cu_seqlens_k);
 
-  bool check = reference_can_check;
+  bool check = reference_can_check && !o.no_check;
+  if (o.no_check) {
+    r->notes.push_back("no reference check (--no-check): outputs are only checked for NaN / unwritten elements");
+    if (!o.impls_explicit)
+      impls.erase(std::remove_if(impls.begin(), impls.end(),
+                                 [](const ImplInfo& i) { return i.impl == Impl::kReference; }),
+                  impls.end());
+  }
   const double matrix = reference_matrix_bytes(r->spec);
   if (check && matrix > kReferenceMatrixLimit && !o.force_check) {
     check = false;

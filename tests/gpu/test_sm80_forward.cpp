@@ -15,7 +15,8 @@
 //                    emulated on the CPU.
 // Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
 // has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep:
-//   FLASHLAB_SM80_SWEEP=40 compute-sanitizer --tool memcheck build/tests/gpu/test_sm80_forward
+//   FLASHLAB_SM80_SWEEP=40 FLASHLAB_SM80_MAX_SEQLEN=300 compute-sanitizer --tool memcheck
+//     build/tests/gpu/test_sm80_forward --gtest_filter='*Sweep*'
 //
 // Tolerance (STYLE.md rule 10). Inputs are rounded to the dtype once; then
 //   exact  the reference (float64, impl kReference) on an fp32 copy of those inputs;
@@ -458,6 +459,12 @@ SweepCase random_case(std::mt19937_64& rng) {
   s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
   if (chance(0.05)) c.scale = chance(0.5) ? 0.0f : -0.09f;
   s.data_seed = rng();
+  // FLASHLAB_SM80_MAX_SEQLEN caps the lengths (sanitizer runs: tens of times slower per launch).
+  const int64_t cap = env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30);
+  s.seqlen_q = std::min(s.seqlen_q, cap);
+  s.seqlen_k = std::min(s.seqlen_k, cap);
+  for (auto& l : s.lens_q) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
+  for (auto& l : s.lens_k) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
   // Keep the float64 reference affordable: <= ~2e8 multiply-adds per product.
   while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 200'000'000 && s.heads_q > s.heads_kv)
     s.heads_q -= s.heads_kv;

@@ -7,12 +7,20 @@
 // shares — for every CTA and key block of many shapes: both causal alignments, seqlen_q > seqlen_k
 // and < (rows that see nothing), windows on either side, empty sequences, and each tile shape of
 // tile_size.h.
+// ScoreHookOnGpu runs ScoreHook::before_softmax itself (skipped without a GPU) on known raw scores
+// and compares every element with flashlab::modify_score() and key_visible() in float64:
+// softcap, ALiBi, the scale, and the mask, for tiles of both shapes and both alignments.
 #include <gtest/gtest.h>
+#include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "cuda/sm80/fragments.h"
+#include "cuda/sm80/kernel_traits.h"
 #include "cuda/sm80/mask.h"
 #include "cuda/sm80/tile_size.h"
 #include "flashlab/mask.h"
@@ -146,6 +154,112 @@ TEST(Sm80Mask, Random) {
     c.right = pick({-1, -1, 0, 1, 9, 64, 200});
     check_all_tiles(c);
     if (HasFatalFailure()) return;
+  }
+}
+
+// ---- ScoreHook on the GPU ------------------------------------------------------------------------
+
+// Raw score of (row i, key j) fed to the hook: varied, signed, O(1..10).
+__host__ __device__ inline float probe_raw(int i, int j) {
+  return 0.37f * static_cast<float>((i * 7 + j * 13) % 23) - 4.0f;
+}
+
+// One CTA: fills the accumulator with probe_raw at each thread's (row, key), applies the hook, and
+// writes the result to out (BLK_M x BLK_N, row-major) at the same coordinates.
+template <typename Traits>
+__global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bool needs_mask, float* out) {
+  using namespace cute;
+  constexpr int kM = Traits::kBlockM, kN = Traits::kBlockN;
+  typename Traits::TiledMma mma;
+  auto thr_mma = mma.get_thread_slice(threadIdx.x);
+  Tensor acc = partition_fragment_C(mma, Shape<Int<kM>, Int<kN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
+  Tensor s = flashlab::sm80::rowcol_view(acc);                             // (rows, cols)
+  Tensor cS = make_identity_tensor(Shape<Int<kM>, Int<kN>>{});             // (BLK_M, BLK_N) -> (row, col)
+  Tensor tScS = flashlab::sm80::rowcol_view(thr_mma.partition_C(cS));      // (rows, cols) -> (row, col)
+  for (int r = 0; r < size<0>(s); ++r)
+    for (int c = 0; c < size<1>(s); ++c)
+      s(r, c) = probe_raw(t.m_block * kM + get<0>(tScS(r, c)), n_block * kN + get<1>(tScS(r, c)));
+  const flashlab::sm80::ScoreHook<Traits> hook(p, t);
+  hook.before_softmax(s, tScS, n_block, needs_mask);
+  // The softmax multiplies by softmax_scale_log2() / kLog2e afterwards: fold it in so the probe
+  // returns the modified score itself.
+  const float post = hook.softmax_scale_log2() / flashlab::sm80::kLog2e;
+  for (int r = 0; r < size<0>(s); ++r)
+    for (int c = 0; c < size<1>(s); ++c) out[get<0>(tScS(r, c)) * kN + get<1>(tScS(r, c))] = s(r, c) * post;
+}
+
+template <int kHeadDim>
+void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
+  constexpr flashlab::sm80::FwdTileSize ts = flashlab::sm80::fwd_tile_size(kHeadDim, false);
+  using Traits = flashlab::sm80::FwdKernelTraits<kHeadDim, ts.block_m, ts.block_n, ts.warps, cutlass::bfloat16_t>;
+  constexpr int kM = Traits::kBlockM, kN = Traits::kBlockN;
+  ScoreParams p = score_params(c);
+  p.softmax_scale = scale;
+  p.softcap = softcap;
+  const int heads = 4;
+  std::vector<float> slopes(2 * heads);
+  for (int i = 0; i < 2 * heads; ++i) slopes[i] = std::ldexp(1.0f, -(i + 1));
+  float* d_slopes = nullptr;
+  float* d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_slopes, slopes.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, kM * kN * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_slopes, slopes.data(), slopes.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  if (alibi) {
+    p.alibi_slopes = d_slopes;
+    p.alibi_batch_stride = heads;
+  }
+  const RowMask ref = flashlab::sm80::sequence_mask(p, FwdTile{0, 0, 0, c.q_len, c.k_len});
+  std::vector<float> out(kM * kN);
+  for (int m_block = 0; m_block * kM < c.q_len; ++m_block) {
+    for (int n_block = 0; n_block * kN < c.k_len; ++n_block) {
+      FwdTile t;
+      t.m_block = m_block;
+      t.head = 2;
+      t.batch = 1;
+      t.q_len = c.q_len;
+      t.k_len = c.k_len;
+      hook_probe<Traits><<<1, Traits::kNThreads>>>(p, t, n_block, /*needs_mask=*/true, d_out);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      const double slope = alibi ? slopes[1 * heads + 2] : 0.0;
+      for (int r = 0; r < kM; ++r) {
+        const int i = m_block * kM + r;
+        if (i >= c.q_len) continue;
+        for (int col = 0; col < kN; ++col) {
+          const int j = n_block * kN + col;
+          const float got = out[r * kN + col];
+          if (j >= c.k_len || !flashlab::key_visible(ref, i, j)) {
+            ASSERT_EQ(got, -INFINITY) << "row " << i << " key " << j << " must be masked";
+            continue;
+          }
+          const double want = flashlab::modify_score<double>(double(scale) * probe_raw(i, j), softcap, slope, i,
+                                                             j, ref.shift);
+          ASSERT_NEAR(got, want, 1e-4 * (1.0 + std::fabs(want)))
+              << "row " << i << " key " << j << " raw " << probe_raw(i, j) << " shift " << ref.shift;
+        }
+      }
+    }
+  }
+  cudaFree(d_slopes);
+  cudaFree(d_out);
+}
+
+TEST(Sm80Mask, ScoreHookOnGpu) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+  const Case cases[] = {{203, 203, false, true, -1, -1}, {17, 300, true, true, -1, -1},
+                        {300, 17, false, false, 5, 100}, {130, 70, true, false, -1, -1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.describe());
+    for (int variant = 0; variant < 4; ++variant) {
+      const float softcap = variant & 1 ? 5.0f : 0.0f;
+      const bool alibi = variant & 2;
+      SCOPED_TRACE("softcap " + std::to_string(softcap) + (alibi ? " alibi" : ""));
+      probe_hook<64>(c, softcap, alibi, 0.125f);   // 128 x 128 tile
+      probe_hook<256>(c, softcap, alibi, 0.125f);  // 64 x 64 tile
+      probe_hook<128>(c, softcap, alibi, 0.0f);    // scale 0: premultiplied path
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (CTA-uniform)
 
   typename Traits::TiledMma mma;
-  auto thr_mma = mma.get_thread_slice(threadIdx.x);
+  auto thr_mma = mma.get_thread_slice(static_cast<int>(threadIdx.x));  // int: coordinates stay signed
   Tensor acc_o =
       partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, HDIM / 8) fp32
   clear(acc_o);

@@ -132,14 +132,18 @@ struct ScoreHook {
     // Columns as j0 + dj: j0 is this thread's first column, dj a compile-time constant per score
     // (computing each j from the coordinate tensor instead keeps ~64 loop-invariant column indices
     // alive across the key loop and spills the S tile).
-    const int j0 = n0 + get<1>(tScS(0, 0));
+    // The coordinates are cast to int before any arithmetic: a tensor partitioned with an unsigned
+    // thread index (threadIdx.x) has unsigned coordinates, and i + shift - j0 < 0 would wrap (found
+    // on the H100: ALiBi distances of 2^32).
+    const int j0 = n0 + static_cast<int>(get<1>(tScS(0, 0)));
     if (premultiply) {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
-        const float diag_rel = static_cast<float>(m0 + get<0>(tScS(r, 0)) + shift - j0);  // i + shift - j0
+        const int i = m0 + static_cast<int>(get<0>(tScS(r, 0)));
+        const float diag_rel = static_cast<float>(i + shift - j0);  // i + shift - j0
         CUTE_UNROLL
         for (int c = 0; c < size<1>(s); ++c) {
-          const float dj = static_cast<float>(get<1>(tScS(r, c)) - get<1>(tScS(0, 0)));
+          const float dj = static_cast<float>(static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0))));
           s(r, c) = modify_score_fast(s(r, c) * p.softmax_scale, p.softcap, slope, diag_rel - dj);
         }
       }
@@ -148,10 +152,10 @@ struct ScoreHook {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
         int lo_rel, hi_rel;
-        relative_key_bounds(m, m0 + get<0>(tScS(r, 0)), t.k_len, j0, &lo_rel, &hi_rel);
+        relative_key_bounds(m, m0 + static_cast<int>(get<0>(tScS(r, 0))), t.k_len, j0, &lo_rel, &hi_rel);
         CUTE_UNROLL
         for (int c = 0; c < size<1>(s); ++c) {
-          const int dj = get<1>(tScS(r, c)) - get<1>(tScS(0, 0));
+          const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
           if (dj < lo_rel || dj > hi_rel) s(r, c) = -INFINITY;
         }
       }
