@@ -24,8 +24,11 @@
 //   D 256  32 × 32,  4 warps, 1 stage    68 KiB. 8 warps cannot tile 32 × 32 in 16 × 16 pieces;
 //          dK + dV are 128 registers.
 // Dropout keeps the same tiles (the Philox words of one row are drawn in a rolled loop).
-// ptxas -v (CUDA 13.0, bf16, spill stores in bytes, main kernel / deterministic dQ kernel,
-// without / with dropout): see docs/cuda-kernels.md, "Backward".
+// ptxas -v (CUDA 13.0, bf16 and fp16 alike), spill stores in bytes without / with dropout:
+//   every bucket's main and deterministic-dQ kernels 0 / 0 on sm_80 and sm_90a, except the main
+//   kernel of D 256: 56 / 108 (sm_80), 80 / 120 (sm_90a) — dK + dV (128 registers) and the block's
+//   dQ product (64) are live together; splitting dQ into two column halves would remove it.
+// (registers: 140..255 per kernel; the table is in docs/cuda-kernels.md, "Backward")
 #pragma once
 
 namespace flashlab {
