@@ -150,12 +150,13 @@ double check_one(const char* name, const HostTensor& got, const HostTensor& exac
   const double rel_tol = 2 * base_rel + u;
   double used = max_tol > 0 ? e.max_abs / max_tol : (e.max_abs > 0 ? INFINITY : 0.0);
   if (!(e.max_abs <= max_tol))
-    *why += std::string(" ") + name + " max_abs " + std::to_string(e.max_abs) + " > " + std::to_string(max_tol) + ";";
+    *why += std::string(" ") + name + " max_abs " + std::to_string(e.max_abs) + " > " +
+            std::to_string(max_tol) + ";";
   if (base.ref_sq > 0) {
     used = std::max(used, e.rel_l2() / rel_tol);
     if (!(e.rel_l2() <= rel_tol))
-      *why += std::string(" ") + name + " rel_l2 " + std::to_string(e.rel_l2()) + " > " + std::to_string(rel_tol) +
-              ";";
+      *why += std::string(" ") + name + " rel_l2 " + std::to_string(e.rel_l2()) + " > " +
+              std::to_string(rel_tol) + ";";
   }
   return used;
 }
@@ -290,8 +291,8 @@ TEST(Sm80Backward, ToleranceCoversKernelNumerics) {
           double used = 0;
           const std::string why = check_backward(pb, exact, dt, &used);
           EXPECT_EQ(why, "") << s.describe() << " input_scale " << input_scale;
-          std::printf("[ emulated ] %-40s input_scale %.0f: uses %.2f of the tolerance\n", s.describe().c_str(),
-                      input_scale, used);
+          std::printf("[ emulated ] %-40s input_scale %.0f: uses %.2f of the tolerance\n",
+                      s.describe().c_str(), input_scale, used);
         }
 }
 
@@ -321,8 +322,8 @@ TEST(Sm80Backward, CheckerSelfTest) {
     for (int g = 0; g < 3; ++g) {
       const HostTensor saved = *grads[g];
       const Errors e = measure(*grads[g], *exacts[g], false, dt);
-      grads[g]->set(1, 50, 1, 7, grads[g]->get(1, 50, 1, 7) +
-                                     static_cast<float>(8 * unit_roundoff(dt) * e.ref_max));
+      grads[g]->set(1, 50, 1, 7,
+                    grads[g]->get(1, 50, 1, 7) + static_cast<float>(8 * unit_roundoff(dt) * e.ref_max));
       EXPECT_NE(check_backward(pb, exact, dt), "") << "gradient " << g;
       *grads[g] = saved;
       grads[g]->set(0, 0, 0, 0, NAN);
@@ -395,7 +396,6 @@ SweepCase random_case(std::mt19937_64& rng, int64_t max_seqlen) {
   return c;
 }
 
-
 // The sweep's harness (random cases, the forward it hands over, the exact gradients, the checker)
 // with cpu_flash standing in for the GPU: every feature path of the sweep runs in CI too, and a
 // correct fp32 implementation must pass the tolerance on all of them.
@@ -423,7 +423,8 @@ TEST(Sm80Backward, SweepHarnessOnCpu) {
     const Errors e = measure(pb.dv, exact.dv, false, pb.spec.dtype);
     if (e.ref_max > 0.1) {
       HostTensor& dv = pb.dv;
-      dv.set(0, 0, 0, 0, dv.get(0, 0, 0, 0) + static_cast<float>(8 * unit_roundoff(pb.spec.dtype) * e.ref_max));
+      dv.set(0, 0, 0, 0,
+             dv.get(0, 0, 0, 0) + static_cast<float>(8 * unit_roundoff(pb.spec.dtype) * e.ref_max));
       EXPECT_NE(check_backward(pb, exact, pb.spec.dtype, nullptr, &same), "") << what;
       ++sensitive;
     }
@@ -648,13 +649,15 @@ TEST(Sm80Backward, Sweep) {
     const int64_t pad = written_padding(pb.dq) + written_padding(pb.dk) + written_padding(pb.dv);
     if (!why.empty() || pad != 0) {
       ++failed;
-      ADD_FAILURE() << what << ":" << why << (pad ? " wrote " + std::to_string(pad) + " padding elements" : "");
+      ADD_FAILURE() << what << ":" << why
+                    << (pad ? " wrote " + std::to_string(pad) + " padding elements" : "");
       if (failed >= 20) break;  // enough to diagnose
     }
   }
-  std::printf("[ sweep    ] %d configurations run, %d skipped (not built), %d failed; worst uses %.2f of "
-              "the tolerance\n",
-              ran, skipped, failed, worst);
+  std::printf(
+      "[ sweep    ] %d configurations run, %d skipped (not built), %d failed; worst uses %.2f of "
+      "the tolerance\n",
+      ran, skipped, failed, worst);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
@@ -717,7 +720,8 @@ TEST(Sm80Backward, Workspace) {
     dev.poison_outputs();
     st = flashlab::attention_backward(p);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
-    EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos)
+        << st.message();
     p.workspace = nullptr;
     p.workspace_bytes = need;
     st = flashlab::attention_backward(p);

@@ -63,9 +63,12 @@ void check_traits() {
   using T = BwdKernelTraits<kHeadDim, Element>;
   constexpr int kM = T::kBlockM, kN = T::kBlockN;
   SCOPED_TRACE("D " + std::to_string(kHeadDim) + " tile " + std::to_string(kM) + "x" + std::to_string(kN));
-  check_transposed<typename T::SmemLayoutPdS, typename T::SmemLayoutPdSt, typename T::SmemLayoutPdStNoSwizzle>("P/dS");
-  check_transposed<typename T::SmemLayoutQdO, typename T::SmemLayoutQdOt, typename T::SmemLayoutQdOtNoSwizzle>("Q/dO");
-  check_transposed<typename T::SmemLayoutKV, typename T::SmemLayoutKt, typename T::SmemLayoutKtNoSwizzle>("K");
+  check_transposed<typename T::SmemLayoutPdS, typename T::SmemLayoutPdSt,
+                   typename T::SmemLayoutPdStNoSwizzle>("P/dS");
+  check_transposed<typename T::SmemLayoutQdO, typename T::SmemLayoutQdOt,
+                   typename T::SmemLayoutQdOtNoSwizzle>("Q/dO");
+  check_transposed<typename T::SmemLayoutKV, typename T::SmemLayoutKt, typename T::SmemLayoutKtNoSwizzle>(
+      "K");
   ASSERT_EQ(T::kSmemPdSBytes, kM * kN * 2);
   ASSERT_EQ(T::kSmemQdOBytes, kM * kHeadDim * 2);
   ASSERT_EQ(T::kSmemKVBytes, kN * kHeadDim * 2);
@@ -104,7 +107,11 @@ void check_all() {
   check_traits<256, Element>();
 }
 
-TEST(Sm80BwdLayouts, Bf16) { check_all<cutlass::bfloat16_t>(); }
-TEST(Sm80BwdLayouts, Fp16) { check_all<cutlass::half_t>(); }
+TEST(Sm80BwdLayouts, Bf16) {
+  check_all<cutlass::bfloat16_t>();
+}
+TEST(Sm80BwdLayouts, Fp16) {
+  check_all<cutlass::half_t>();
+}
 
 }  // namespace

@@ -221,10 +221,12 @@ Status sm80_supports(const AttentionConfig& c, bool backward) {
     return unsupported_value("head_dim", c.head_dim, kName,
                              "multiples of 8 up to 256 (run in the buckets 32, 64, 96, 128, 192, 256)");
   const int bucket = sm80::head_dim_bucket(static_cast<int>(c.head_dim));
-  const bool built = backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
+  const bool built =
+      backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
   if (!built)
-    return Status::Unsupported(std::string(backward ? "backward: " : "") + "head_dim " + std::to_string(c.head_dim) + " (bucket " +
-                               std::to_string(bucket) + ") with dtype " + to_string(c.dtype) +
+    return Status::Unsupported(std::string(backward ? "backward: " : "") + "head_dim " +
+                               std::to_string(c.head_dim) + " (bucket " + std::to_string(bucket) +
+                               ") with dtype " + to_string(c.dtype) +
                                " is not compiled into this build of impl " + kName + " (built: head dims " +
                                FLASHLAB_BUILD_HEAD_DIMS + ", dtypes " + FLASHLAB_BUILD_DTYPES +
                                "): reconfigure with -DFLASHLAB_HEAD_DIMS=... "
@@ -270,7 +272,8 @@ Status sm80_backward(const BwdParams& p) {
   if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
     return Status::Invalid("workspace must be 16-byte aligned for impl cuda_sm80 (cudaMalloc memory is)");
   const BwdFn fn = find_backward(p.dtype, sm80::head_dim_bucket(static_cast<int>(p.head_dim)));
-  if (fn == nullptr) return Status(StatusCode::kInternal, "impl cuda_sm80: no backward kernel for a supported call");
+  if (fn == nullptr)
+    return Status(StatusCode::kInternal, "impl cuda_sm80: no backward kernel for a supported call");
   return fn(make_bwd_params(p, static_cast<char*>(p.workspace)), p.stream);
 }
 

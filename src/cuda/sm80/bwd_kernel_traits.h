@@ -29,9 +29,9 @@ using namespace cute;
 // 64 columns (128 B rows) take Swizzle<3,3,3>, 32 columns Swizzle<2,3,3> (two rows per 128 B
 // line), so the 8 row addresses of an ldmatrix hit 8 different bank groups (kernel_traits.h).
 template <int kCols>
-using BwdSmemAtom = decltype(composition(Swizzle<(kCols % 64 == 0 ? 3 : 2), 3, 3>{},
-                                         Layout<Shape<_8, Int<(kCols % 64 == 0 ? 64 : 32)>>,
-                                                Stride<Int<(kCols % 64 == 0 ? 64 : 32)>, _1>>{}));
+using BwdSmemAtom = decltype(composition(
+    Swizzle<(kCols % 64 == 0 ? 3 : 2), 3, 3>{},
+    Layout<Shape<_8, Int<(kCols % 64 == 0 ? 64 : 32)>>, Stride<Int<(kCols % 64 == 0 ? 64 : 32)>, _1>>{}));
 
 template <int kHeadDim_, typename Element_>
 struct BwdKernelTraits {
@@ -78,16 +78,16 @@ struct BwdKernelTraits {
       decltype(tile_to_shape(SmemLayoutAtomQKV{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));  // (BLK_N, HDIM)
   using SmemLayoutQdOt = decltype(composition(
       SmemLayoutQdO{}, make_layout(Shape<Int<kHeadDim>, Int<kBlockM>>{}, GenRowMajor{})));  // (HDIM, BLK_M)
-  using SmemLayoutQdOtNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutQdOt{}));      // (HDIM, BLK_M)
+  using SmemLayoutQdOtNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutQdOt{}));       // (HDIM, BLK_M)
   using SmemLayoutKt = decltype(composition(
       SmemLayoutKV{}, make_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, GenRowMajor{})));  // (HDIM, BLK_N)
-  using SmemLayoutKtNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutKt{}));         // (HDIM, BLK_N)
+  using SmemLayoutKtNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutKt{}));          // (HDIM, BLK_N)
 
   using SmemLayoutPdS =
       decltype(tile_to_shape(BwdSmemAtom<kBlockN>{}, Shape<Int<kBlockM>, Int<kBlockN>>{}));  // (BLK_M, BLK_N)
   using SmemLayoutPdSt = decltype(composition(
       SmemLayoutPdS{}, make_layout(Shape<Int<kBlockN>, Int<kBlockM>>{}, GenRowMajor{})));  // (BLK_N, BLK_M)
-  using SmemLayoutPdStNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutPdSt{}));     // (BLK_N, BLK_M)
+  using SmemLayoutPdStNoSwizzle = decltype(get_nonswizzle_portion(SmemLayoutPdSt{}));      // (BLK_N, BLK_M)
 
   static constexpr int kSmemQdOBytes = int(cosize(SmemLayoutQdO{})) * int(sizeof(Element));  // one stage
   static constexpr int kSmemKVBytes = int(cosize(SmemLayoutKV{})) * int(sizeof(Element));
@@ -115,8 +115,8 @@ struct BwdKernelTraits {
   static_assert(kNThreads % kGmemThreadsPerRow == 0, "whole rows per copy step");
   static_assert(kBlockM % kGmemRowsPerCopy == 0 && kBlockN % kGmemRowsPerCopy == 0,
                 "the copy tiles whole Q / K blocks");
-  using GmemLayoutAtom = Layout<Shape<Int<kGmemRowsPerCopy>, Int<kGmemThreadsPerRow>>,
-                                Stride<Int<kGmemThreadsPerRow>, _1>>;
+  using GmemLayoutAtom =
+      Layout<Shape<Int<kGmemRowsPerCopy>, Int<kGmemThreadsPerRow>>, Stride<Int<kGmemThreadsPerRow>, _1>>;
   using GmemTiledCopyQKV =
       decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>, Element>{},
                                GmemLayoutAtom{}, Layout<Shape<_1, _8>>{}));

@@ -31,8 +31,9 @@ template <typename Kernel>
 Status allow_smem(Kernel kernel, int smem, int head_dim) {
   int device = 0, optin = 0;
   FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetDevice(&device), "cudaGetDevice"));
-  FLASHLAB_RETURN_IF_ERROR(cuda_error(
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
+  FLASHLAB_RETURN_IF_ERROR(
+      cuda_error(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                 "cudaDeviceGetAttribute"));
   if (smem > optin)
     return Status::Unsupported("impl cuda_sm80: backward for head-dim bucket " + std::to_string(head_dim) +
                                " needs " + std::to_string(smem) +
@@ -43,7 +44,9 @@ Status allow_smem(Kernel kernel, int smem, int head_dim) {
   return Status::Ok();
 }
 
-inline bool nonempty(dim3 g) { return g.x > 0 && g.y > 0 && g.z > 0; }
+inline bool nonempty(dim3 g) {
+  return g.x > 0 && g.y > 0 && g.z > 0;
+}
 
 template <typename Traits, bool kDropout>
 Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
@@ -54,8 +57,10 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
 
   if (g.dkv_mode == DkvMode::kAtomic) {
     const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(params.in.head_dim) * sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), "cudaMemsetAsync(dk_accum)"));
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), "cudaMemsetAsync(dv_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), "cudaMemsetAsync(dk_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), "cudaMemsetAsync(dv_accum)"));
   }
 
   const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);

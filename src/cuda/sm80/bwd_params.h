@@ -90,10 +90,12 @@ struct BwdKernelParams {
 // ---- Workspace layout (host). Offsets in bytes from the workspace base.
 struct BwdWorkspaceLayout {
   int64_t dsum = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
-  int64_t bytes = 0;                                                 // total size required
+  int64_t bytes = 0;                                              // total size required
 };
 
-inline int64_t bwd_align256(int64_t x) { return (x + 255) / 256 * 256; }
+inline int64_t bwd_align256(int64_t x) {
+  return (x + 255) / 256 * 256;
+}
 
 // batch, seqlen_q, seqlen_k: the call's (maximum) sizes; see the file comment for the formula.
 inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, int64_t seqlen_k,

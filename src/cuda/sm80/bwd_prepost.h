@@ -23,8 +23,8 @@
 namespace flashlab {
 namespace sm80 {
 
-constexpr int kPrepostRows = 64;     // rows per CTA
-constexpr int kPrepostThreads = 128; // 4 warps, one row each at a time
+constexpr int kPrepostRows = 64;      // rows per CTA
+constexpr int kPrepostThreads = 128;  // 4 warps, one row each at a time
 
 // Rows [begin, begin + len) of sequence b in a packed (varlen) or batched tensor, and `base`, the
 // workspace row of its first row (packed row, or b · seqlen for fixed lengths).
@@ -78,22 +78,25 @@ __global__ void __launch_bounds__(kPrepostThreads)
     float sum = 0.0f;
     if (d0 < in.head_dim) {
       Pack8<Element> o, d;
-      o.raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(in.out) +
-                                              s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
-      d.raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(in.dout) +
-                                              s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) +
-                                              d0);
+      o.raw = *reinterpret_cast<const uint4*>(
+          static_cast<const Element*>(in.out) +
+          s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
+      d.raw = *reinterpret_cast<const uint4*>(
+          static_cast<const Element*>(in.dout) +
+          s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
 #pragma unroll
       for (int i = 0; i < 8; ++i) sum += o.get(i) * d.get(i);
       if (params.grad.dq_accum != nullptr) {
         float4* acc = reinterpret_cast<float4*>(
-            params.grad.dq_accum + s.offset(params.seq.seqlen_q * accum_row, accum_row, in.head_dim, r, head) + d0);
+            params.grad.dq_accum +
+            s.offset(params.seq.seqlen_q * accum_row, accum_row, in.head_dim, r, head) + d0);
         acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
         acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
     sum = warp_sum(sum);
-    if (lane == 0) params.rows.dsum[int64_t(head) * params.rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
+    if (lane == 0)
+      params.rows.dsum[int64_t(head) * params.rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
   }
 }
 
@@ -124,7 +127,8 @@ __global__ void __launch_bounds__(kPrepostThreads)
     out.set(6, b.z * scale);
     out.set(7, b.w * scale);
     *reinterpret_cast<uint4*>(static_cast<Element*>(g.dq) +
-                              s.offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, r, head) + d0) = out.raw;
+                              s.offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, r, head) + d0) =
+        out.raw;
   }
 }
 
@@ -163,9 +167,11 @@ __global__ void __launch_bounds__(kPrepostThreads)
       ov.set(i, dv[i]);
     }
     *reinterpret_cast<uint4*>(static_cast<Element*>(g.dk) +
-                              s.offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, r, kv_head) + d0) = ok.raw;
+                              s.offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, r, kv_head) +
+                              d0) = ok.raw;
     *reinterpret_cast<uint4*>(static_cast<Element*>(g.dv) +
-                              s.offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, r, kv_head) + d0) = ov.raw;
+                              s.offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, r, kv_head) +
+                              d0) = ov.raw;
   }
 }
 

@@ -39,7 +39,9 @@ struct DropoutBwd {
   __device__ DropoutBwd(const DropoutParams&, const FwdTile&, int) {}
   __device__ float keep_scale() const { return 1.0f; }
   template <typename TensorC>
-  __device__ uint32_t keep_bits(TensorC const&, int, int) const { return 0xffffffffu; }
+  __device__ uint32_t keep_bits(TensorC const&, int, int) const {
+    return 0xffffffffu;
+  }
 };
 
 template <>

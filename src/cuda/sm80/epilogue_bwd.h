@@ -37,8 +37,8 @@ __device__ __forceinline__ void write_tile(Acc const& acc, float scale, T* gptr,
   Tensor g = make_tensor(make_gmem_ptr(gptr), make_layout(make_shape(Int<kRows>{}, Int<kHeadDim>{}),
                                                           make_stride(row_stride, _1{})));  // (ROWS, HDIM)
   Tensor c = make_identity_tensor(Shape<Int<kRows>, Int<kHeadDim>>{});  // (ROWS, HDIM) -> (row, col)
-  Tensor tg = thr_mma.partition_C(g);                                    // ((2, 2), MMA_M, MMA_N)
-  Tensor tc = thr_mma.partition_C(c);                                    // ((2, 2), MMA_M, MMA_N)
+  Tensor tg = thr_mma.partition_C(g);                                   // ((2, 2), MMA_M, MMA_N)
+  Tensor tc = thr_mma.partition_C(c);                                   // ((2, 2), MMA_M, MMA_N)
   static_assert(decltype(size(tg))::value == decltype(size(acc))::value, "accumulator and tile partition");
   CUTE_UNROLL
   for (int i = 0; i < size(acc); ++i) {
@@ -70,10 +70,10 @@ struct EpilogueDkv {
     const int rows = t.k_len - static_cast<int>(n0);
     if (g.dkv_mode == DkvMode::kDirect) {
       auto st = [](Element* dst, float v) { *dst = Element(v); };
-      Element* dk = static_cast<Element*>(g.dk) + t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0,
-                                                             t.head / kv_group);
-      Element* dv = static_cast<Element*>(g.dv) + t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0,
-                                                             t.head / kv_group);
+      Element* dk = static_cast<Element*>(g.dk) +
+                    t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, t.head / kv_group);
+      Element* dv = static_cast<Element*>(g.dv) +
+                    t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, t.head / kv_group);
       write_tile<Mma, kBlockN, kHeadDim>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, st);
       write_tile<Mma, kBlockN, kHeadDim>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, st);
       return;
@@ -116,7 +116,8 @@ __device__ __forceinline__ void store_dq(Acc const& acc_dq, const BwdGradParams&
                                          float softmax_scale, int head_dim) {
   using Element = typename Traits::Element;
   const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
-  Element* dst = static_cast<Element*>(g.dq) + t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
+  Element* dst = static_cast<Element*>(g.dq) +
+                 t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
   auto st = [](Element* p, float v) { *p = Element(v); };
   write_tile<typename Traits::TiledMmadQ, Traits::kBlockM, Traits::kHeadDim>(
       acc_dq, softmax_scale, dst, g.dq_row_stride, t.q_len - static_cast<int>(m0), head_dim, st);

@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
     const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
     const DropoutBwd<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     const bool dq_atomic = params.grad.dq_accum != nullptr;
-    const int64_t dq_accum_batch_stride = int64_t(params.seq.seqlen_q) * params.seq.heads_q * params.in.head_dim;
+    const int64_t dq_accum_batch_stride =
+        int64_t(params.seq.seqlen_q) * params.seq.heads_q * params.in.head_dim;
 
     mainloop.load_k(n_block);
     mainloop.load_v(n_block);
@@ -86,8 +87,10 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
         cp_async_fence();
       }
 
-      Tensor acc_s = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});   // ((2, 2), MMA_M, MMA_N)
-      Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
+      Tensor acc_s =
+          partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
+      Tensor acc_dp =
+          partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
       clear(acc_s);
       clear(acc_dp);
       float lse_log2[Traits::kRowsPerThread], dsum[Traits::kRowsPerThread];
@@ -160,8 +163,10 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
       cp_async_wait<0>();
       __syncthreads();  // (1) K(n), V(n) (and Q, dO) landed
 
-      Tensor acc_s = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});   // ((2, 2), MMA_M, MMA_N)
-      Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
+      Tensor acc_s =
+          partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
+      Tensor acc_dp =
+          partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N)
       clear(acc_s);
       clear(acc_dp);
       mainloop.gemm_s_dp(acc_s, acc_dp, 0);

@@ -99,11 +99,14 @@ struct MainloopBwd {
                          const FwdTile& t, char* smem_)
       : p(params), q_len(t.q_len), k_len(t.k_len), smem(smem_), tid(static_cast<int>(threadIdx.x)) {
     const int kv_head = t.head / p.kv_group;
-    q_ptr = static_cast<const Element*>(p.q) + t.q_offset(p.q_batch_stride, p.q_row_stride, p.q_head_stride, 0, t.head);
+    q_ptr = static_cast<const Element*>(p.q) +
+            t.q_offset(p.q_batch_stride, p.q_row_stride, p.q_head_stride, 0, t.head);
     do_ptr = static_cast<const Element*>(p.dout) +
              t.q_offset(p.do_batch_stride, p.do_row_stride, p.do_head_stride, 0, t.head);
-    k_ptr = static_cast<const Element*>(p.k) + t.k_offset(p.k_batch_stride, p.k_row_stride, p.k_head_stride, 0, kv_head);
-    v_ptr = static_cast<const Element*>(p.v) + t.k_offset(p.v_batch_stride, p.v_row_stride, p.v_head_stride, 0, kv_head);
+    k_ptr = static_cast<const Element*>(p.k) +
+            t.k_offset(p.k_batch_stride, p.k_row_stride, p.k_head_stride, 0, kv_head);
+    v_ptr = static_cast<const Element*>(p.v) +
+            t.k_offset(p.v_batch_stride, p.v_row_stride, p.v_head_stride, 0, kv_head);
     lse_ptr = rows.lse + t.lse_offset(rows.lse_batch_stride, rows.lse_head_stride);
     // D: (heads_q, rows_q) with row b · seqlen_q + i, or the packed row for varlen.
     dsum_ptr = rows.dsum + t.q_offset(seq.seqlen_q, 1, rows.rows_q, 0, t.head);
@@ -123,13 +126,14 @@ struct MainloopBwd {
   __device__ void load_q(int m_block, int stage) const {
     const int64_t m0 = int64_t(m_block) * kBlockM;
     load_tile_async<Traits, kBlockM, typename Traits::SmemLayoutQdO>(
-        q_ptr + m0 * p.q_row_stride, p.q_row_stride, q_len - static_cast<int>(m0), p.head_dim, smem_q(stage), tid);
+        q_ptr + m0 * p.q_row_stride, p.q_row_stride, q_len - static_cast<int>(m0), p.head_dim, smem_q(stage),
+        tid);
   }
   __device__ void load_do(int m_block, int stage) const {
     const int64_t m0 = int64_t(m_block) * kBlockM;
     load_tile_async<Traits, kBlockM, typename Traits::SmemLayoutQdO>(
-        do_ptr + m0 * p.do_row_stride, p.do_row_stride, q_len - static_cast<int>(m0), p.head_dim, smem_do(stage),
-        tid);
+        do_ptr + m0 * p.do_row_stride, p.do_row_stride, q_len - static_cast<int>(m0), p.head_dim,
+        smem_do(stage), tid);
   }
   __device__ void load_k(int n_block) const {
     const int64_t n0 = int64_t(n_block) * kBlockN;
@@ -161,10 +165,11 @@ struct MainloopBwd {
   __device__ void gemm_s_dp(Acc& acc_s, Acc& acc_dp, int stage) const {
     using Mma = typename Traits::TiledMmaSdP;
     using CopyN = typename Traits::SmemCopyAtom;
-    Tensor sQ = make_tensor(make_smem_ptr(smem_q(stage)), typename Traits::SmemLayoutQdO{});   // (BLK_M, HDIM)
-    Tensor sdO = make_tensor(make_smem_ptr(smem_do(stage)), typename Traits::SmemLayoutQdO{});  // (BLK_M, HDIM)
-    Tensor sK = make_tensor(make_smem_ptr(smem_k()), typename Traits::SmemLayoutKV{});          // (BLK_N, HDIM)
-    Tensor sV = make_tensor(make_smem_ptr(smem_v()), typename Traits::SmemLayoutKV{});          // (BLK_N, HDIM)
+    Tensor sQ = make_tensor(make_smem_ptr(smem_q(stage)), typename Traits::SmemLayoutQdO{});  // (BLK_M, HDIM)
+    Tensor sdO =
+        make_tensor(make_smem_ptr(smem_do(stage)), typename Traits::SmemLayoutQdO{});   // (BLK_M, HDIM)
+    Tensor sK = make_tensor(make_smem_ptr(smem_k()), typename Traits::SmemLayoutKV{});  // (BLK_N, HDIM)
+    Tensor sV = make_tensor(make_smem_ptr(smem_v()), typename Traits::SmemLayoutKV{});  // (BLK_N, HDIM)
     gemm_smem<Mma, CopyN, CopyN>(acc_s, sQ, sQ, sK, sK, tid);
     gemm_smem<Mma, CopyN, CopyN>(acc_dp, sdO, sdO, sV, sV, tid);
   }
@@ -193,7 +198,8 @@ struct MainloopBwd {
     using CopyT = typename Traits::SmemCopyAtomTransposed;
     Tensor sPt = make_tensor(make_smem_ptr(smem_p()), typename Traits::SmemLayoutPdSt{});  // (BLK_N, BLK_M)
     Tensor fPt = make_tensor(make_smem_ptr(smem_p()), typename Traits::SmemLayoutPdStNoSwizzle{});
-    Tensor sdOt = make_tensor(make_smem_ptr(smem_do(stage)), typename Traits::SmemLayoutQdOt{});  // (HDIM, BLK_M)
+    Tensor sdOt =
+        make_tensor(make_smem_ptr(smem_do(stage)), typename Traits::SmemLayoutQdOt{});  // (HDIM, BLK_M)
     Tensor fdOt = make_tensor(make_smem_ptr(smem_do(stage)), typename Traits::SmemLayoutQdOtNoSwizzle{});
     gemm_smem<Mma, CopyT, CopyT>(acc_dv, sPt, fPt, sdOt, fdOt, tid);
   }
@@ -205,7 +211,8 @@ struct MainloopBwd {
     using CopyT = typename Traits::SmemCopyAtomTransposed;
     Tensor sdSt = make_tensor(make_smem_ptr(smem_ds()), typename Traits::SmemLayoutPdSt{});  // (BLK_N, BLK_M)
     Tensor fdSt = make_tensor(make_smem_ptr(smem_ds()), typename Traits::SmemLayoutPdStNoSwizzle{});
-    Tensor sQt = make_tensor(make_smem_ptr(smem_q(stage)), typename Traits::SmemLayoutQdOt{});  // (HDIM, BLK_M)
+    Tensor sQt =
+        make_tensor(make_smem_ptr(smem_q(stage)), typename Traits::SmemLayoutQdOt{});  // (HDIM, BLK_M)
     Tensor fQt = make_tensor(make_smem_ptr(smem_q(stage)), typename Traits::SmemLayoutQdOtNoSwizzle{});
     gemm_smem<Mma, CopyT, CopyT>(acc_dk, sdSt, fdSt, sQt, fQt, tid);
   }
@@ -217,8 +224,8 @@ struct MainloopBwd {
     Tensor sdS = make_tensor(make_smem_ptr(smem_ds()), typename Traits::SmemLayoutPdS{});  // (BLK_M, BLK_N)
     Tensor sKt = make_tensor(make_smem_ptr(smem_k()), typename Traits::SmemLayoutKt{});    // (HDIM, BLK_N)
     Tensor fKt = make_tensor(make_smem_ptr(smem_k()), typename Traits::SmemLayoutKtNoSwizzle{});
-    gemm_smem<Mma, typename Traits::SmemCopyAtom, typename Traits::SmemCopyAtomTransposed>(acc_dq, sdS, sdS, sKt,
-                                                                                           fKt, tid);
+    gemm_smem<Mma, typename Traits::SmemCopyAtom, typename Traits::SmemCopyAtomTransposed>(acc_dq, sdS, sdS,
+                                                                                           sKt, fKt, tid);
   }
 };
 
