@@ -726,6 +726,9 @@ TEST(Sm80Backward, Workspace) {
     p.workspace_bytes = need;
     st = flashlab::attention_backward(p);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    EXPECT_NE(st.message().find("workspace is null"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos)
+        << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     dev.download_outputs();
     EXPECT_TRUE(all_poison(pb.dq) && all_poison(pb.dk) && all_poison(pb.dv)) << "an output was written";

@@ -264,11 +264,13 @@ Status sm80_backward(const BwdParams& p) {
     return Status::Invalid("lse is null: impl cuda_sm80's backward needs the forward's LSE");
   // All scratch is the caller's: check it before anything is launched (nothing written on error).
   const int64_t need = bwd_layout(p).bytes;
-  if (p.workspace_bytes < need || (need > 0 && p.workspace == nullptr))
+  if (p.workspace_bytes < need)
     return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) +
                            ") is too small for impl cuda_sm80's backward: it needs " + std::to_string(need) +
-                           " bytes (backward_workspace_size() returns it)" +
-                           (p.workspace == nullptr ? "; workspace is null" : ""));
+                           " bytes (backward_workspace_size() returns it)");
+  if (need > 0 && p.workspace == nullptr)
+    return Status::Invalid("workspace is null: impl cuda_sm80's backward needs " + std::to_string(need) +
+                           " bytes of device workspace (backward_workspace_size() returns it)");
   if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
     return Status::Invalid("workspace must be 16-byte aligned for impl cuda_sm80 (cudaMalloc memory is)");
   const BwdFn fn = find_backward(p.dtype, sm80::head_dim_bucket(static_cast<int>(p.head_dim)));
