@@ -73,7 +73,8 @@ struct DropoutBwd<true> {
     uint32_t keep = 0;
 #pragma unroll 1
     for (int n = 0; n < kTiles; ++n) {
-      const int col = j0 + (get<1>(tScS(0, make_coord(0, n))) - get<1>(tScS(0, 0)));  // even
+      const int col = j0 + (static_cast<int>(get<1>(tScS(0, make_coord(0, n)))) -
+                            static_cast<int>(get<1>(tScS(0, 0))));  // even
       const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, row, col);
       const bool high = (col & 2) != 0;
       const uint32_t w0 = high ? w.x[2] : w.x[0];
@@ -117,20 +118,22 @@ struct BwdScoreHook {
     const int n0 = n_block * kBlockN;
     const RowMask m = sequence_mask(p, t);
     const int shift = static_cast<int>(m.shift);
-    const int j0 = n0 + get<1>(tScS(0, 0));  // columns as j0 + a compile-time offset (mask.h)
+    // Coordinates are cast to int before any arithmetic: partitioned with the unsigned threadIdx.x
+    // they are unsigned, and i + shift - j would wrap where it is negative (mask.h has the story).
+    const int j0 = n0 + static_cast<int>(get<1>(tScS(0, 0)));  // columns: j0 + a compile-time offset
     const float keep_scale = dropout.keep_scale();
     const float scale = p.softmax_scale;
     const float softcap = p.softcap;
     CUTE_UNROLL
     for (int r = 0; r < size<0>(s); ++r) {
-      const int row = m0 + get<0>(tScS(r, 0));
+      const int row = m0 + static_cast<int>(get<0>(tScS(r, 0)));
       const float diag_rel = static_cast<float>(row + shift - j0);  // i + shift - j0
       int lo_rel = 0, hi_rel = kBlockN;
       if (needs_mask) relative_key_bounds(m, row, t.k_len, j0, &lo_rel, &hi_rel);
       const uint32_t keep = dropout.keep_bits(tScS, row, j0);
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
-        const int dj = get<1>(tScS(r, c)) - get<1>(tScS(0, 0));
+        const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
         float x = s(r, c) * scale;
         float sigma = 1.0f;
         if (softcap > 0.0f) x = softcap_with_grad(x, softcap, &sigma);

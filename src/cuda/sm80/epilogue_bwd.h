@@ -42,7 +42,8 @@ __device__ __forceinline__ void write_tile(Acc const& acc, float scale, T* gptr,
   static_assert(decltype(size(tg))::value == decltype(size(acc))::value, "accumulator and tile partition");
   CUTE_UNROLL
   for (int i = 0; i < size(acc); ++i) {
-    if (get<0>(tc(i)) < valid_rows && get<1>(tc(i)) < head_dim) op(&tg(i), acc(i) * scale);
+    if (static_cast<int>(get<0>(tc(i))) < valid_rows && static_cast<int>(get<1>(tc(i))) < head_dim)
+      op(&tg(i), acc(i) * scale);
   }
 }
 

@@ -65,10 +65,10 @@ __device__ __forceinline__ void load_tile_async(const typename Traits::Element* 
   Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
   CUTE_UNROLL
   for (int m = 0; m < size<1>(tg); ++m) {
-    const bool row_ok = get<0>(tc(0, m, 0)) < valid_rows;
+    const bool row_ok = static_cast<int>(get<0>(tc(0, m, 0))) < valid_rows;
     CUTE_UNROLL
     for (int k = 0; k < size<2>(tg); ++k) {
-      if (row_ok && get<1>(tc(0, m, k)) < head_dim) {
+      if (row_ok && static_cast<int>(get<1>(tc(0, m, k))) < head_dim) {
         copy(tiled_copy, tg(_, m, k), ts(_, m, k));
       } else {
         clear(ts(_, m, k));
@@ -153,7 +153,7 @@ struct MainloopBwd {
                                  float (&dsum)[kRows]) const {
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      const int row = m_block * kBlockM + get<0>(tScS(r, 0));
+      const int row = m_block * kBlockM + static_cast<int>(get<0>(tScS(r, 0)));
       const float lse = row < q_len ? lse_ptr[row] : -INFINITY;
       lse_log2[r] = lse == -INFINITY ? INFINITY : lse * kLog2e;  // no visible key: P = 0
       dsum[r] = row < q_len ? dsum_ptr[row] : 0.0f;
