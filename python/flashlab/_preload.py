@@ -11,12 +11,10 @@ loads first — its OpenMP runtime (torch/lib/libgomp.so.1), torch/lib/libtorch_
 then the wheels' cuBLAS(Lt) and CUDA runtime, in torch's order — without importing torch. Torch's import later finds them loaded; flashlab
 binds to the same copies. Set FLASHLAB_NO_TORCH_LIBS=1 to skip this.
 
-Status (2026-11, H100 machine, torch 2.11 cu130): with or without this, every process that had
-loaded flashlab and then called torch.cuda.is_available() as torch's first CUDA call crashed
-(segfault or "free(): invalid pointer"), whichever was imported first; a process that imported
-torch first, initialized CUDA with torch.cuda.get_device_name() and never called is_available()
-ran flashlab.torch forward, backward and CUDA graphs fine. The cause is not isolated yet:
-python/scripts/import_order_check.py (with torch-only controls) is the matrix that isolates it.
+History (2026-11, H100 machine): processes with both flashlab and torch loaded crashed, with or
+without this preload. The cause was not the CUDA libraries but an exported static copy of
+libstdc++ inside the extension module (docs/python.md, section 6); python/CMakeLists.txt now
+exports PyInit__core alone. This preload stays: sharing torch's CUDA libraries is still right.
 """
 
 import ctypes

@@ -64,7 +64,7 @@ def program(steps):
     for i, step in enumerate(steps):
         if i == len(steps) - 1:
             lines.append(MAPS)
-        lines += [f"print('  step: {step}', flush=True)", step]
+        lines += [f"print({'  step: ' + step!r}, flush=True)", step]
     return "\n".join(lines) + "\nprint('  ok', flush=True)\n"
 
 

@@ -7,10 +7,9 @@ has no __init__.py, so pytest puts python/tests (for attention_reference) on sys
 import os
 
 # Import order (FLASHLAB_TEST_IMPORT_ORDER): "torch" (default) imports torch first and lets torch
-# initialize CUDA before flashlab's first CUDA call; "flashlab" imports flashlab first. On the
-# H100 machine (2026-11) processes that loaded flashlab and then made torch.cuda.is_available()
-# torch's first CUDA call crashed, while the "torch" order ran (flashlab/_preload.py has the
-# status); python/run_gpu.sh runs the torch tests in both orders.
+# initialize CUDA before flashlab's first CUDA call; "flashlab" imports flashlab first. Both must
+# work (an exported libstdc++ copy in _core once crashed one of them: docs/python.md, section 6);
+# python/run_gpu.sh runs the torch tests in both orders.
 if os.environ.get("FLASHLAB_TEST_IMPORT_ORDER", "torch") == "torch":
     try:
         import torch
