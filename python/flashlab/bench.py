@@ -42,7 +42,7 @@ import sys
 import time
 
 PEERS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flex")
-DEFAULT_IMPLS = "flashlab:learn_v4,triton_fa2,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex"
+DEFAULT_IMPLS = "flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex"
 DEFAULT_SEQLENS = "512,1024,2048,4096,8192,16384"
 
 
