@@ -58,11 +58,12 @@ void check_cover(int threads, const char* what) {
   for (int i = 0; i < kRows * kCols; ++i) ASSERT_EQ(owners[i], 1) << "element " << i;
 }
 
-template <int kHeadDim, typename Element>
+template <int kHeadDim, typename Element, bool kLarge = false>
 void check_traits() {
-  using T = BwdKernelTraits<kHeadDim, Element>;
+  using T = BwdKernelTraits<kHeadDim, Element, kLarge>;
   constexpr int kM = T::kBlockM, kN = T::kBlockN;
-  SCOPED_TRACE("D " + std::to_string(kHeadDim) + " tile " + std::to_string(kM) + "x" + std::to_string(kN));
+  SCOPED_TRACE("D " + std::to_string(kHeadDim) + (kLarge ? " large" : " small") + " tile " + std::to_string(kM) +
+               "x" + std::to_string(kN));
   check_transposed<typename T::SmemLayoutPdS, typename T::SmemLayoutPdSt,
                    typename T::SmemLayoutPdStNoSwizzle>("P/dS");
   check_transposed<typename T::SmemLayoutQdO, typename T::SmemLayoutQdOt,
@@ -105,6 +106,11 @@ void check_all() {
   check_traits<128, Element>();
   check_traits<192, Element>();
   check_traits<256, Element>();
+  check_traits<64, Element, true>();
+  check_traits<96, Element, true>();
+  check_traits<128, Element, true>();
+  check_traits<192, Element, true>();
+  check_traits<256, Element, true>();
 }
 
 TEST(Sm80BwdLayouts, Bf16) {

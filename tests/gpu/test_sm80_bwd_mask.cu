@@ -89,17 +89,19 @@ void check_case(const Case& c) {
   }
 }
 
-template <int kHeadDim>
+template <int kHeadDim, bool kLarge = false>
 void check_tile(const Case& c) {
-  constexpr flashlab::sm80::BwdTileSize t = flashlab::sm80::bwd_tile_size(kHeadDim);
+  constexpr flashlab::sm80::BwdTileSize t = flashlab::sm80::bwd_tile_size(kHeadDim, kLarge);
   check_case<t.block_m, t.block_n>(c);
 }
 
 void check_all_tiles(const Case& c) {
-  check_tile<64>(c);   // 64 x 128
-  check_tile<128>(c);  // 64 x 64
-  check_tile<192>(c);  // 32 x 64
-  check_tile<256>(c);  // 32 x 32
+  check_tile<64>(c);         // 64 x 128
+  check_tile<128>(c);        // 64 x 64
+  check_tile<192>(c);        // 32 x 64
+  check_tile<256>(c);        // 32 x 32
+  check_tile<64, true>(c);   // 128 x 128 (large set)
+  check_tile<128, true>(c);  // 64 x 128 (large set)
 }
 
 TEST(Sm80BwdMask, Handpicked) {

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/sm80/bwd_kernel_traits.h"
 #include "cuda/sm80/bwd_mask.h"
@@ -100,12 +101,24 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
   return Status::Ok();
 }
 
+// The tile set: the large one where the device's opt-in shared memory holds it (A100, H100), else
+// the small one (<= 99 KiB: sm_86 / sm_89). One attribute query per call, no synchronization.
 template <DType kDType, int kHeadDim>
 Status run_bwd(const BwdKernelParams& params, void* stream) {
   using Element = typename ElementOf<kDType>::type;
-  using Traits = BwdKernelTraits<kHeadDim, Element>;
+  using Small = BwdKernelTraits<kHeadDim, Element, false>;
+  using Large = BwdKernelTraits<kHeadDim, Element, true>;
+  int device = 0, optin = 0;
+  FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetDevice(&device), "cudaGetDevice"));
+  FLASHLAB_RETURN_IF_ERROR(
+      cuda_error(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                 "cudaDeviceGetAttribute"));
+  const bool large = optin >= Large::kSmemBytes;
   return FLASHLAB_BOOL_SWITCH(params.dropout_enabled, kDropout, [&] {
-    return launch_bwd<Traits, kDropout>(params, static_cast<cudaStream_t>(stream));
+    return FLASHLAB_BOOL_SWITCH(large, kLargeTiles, [&] {
+      using Traits = std::conditional_t<kLargeTiles, Large, Small>;
+      return launch_bwd<Traits, kDropout>(params, static_cast<cudaStream_t>(stream));
+    });
   });
 }
 

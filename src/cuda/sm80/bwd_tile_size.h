@@ -9,9 +9,8 @@
 // multiple of 16 · (warps along it).
 // Shared memory (16-bit elements): Q and dO (block_m × D, `stages` buffers each: 2 = the next
 // query block loads while this one computes), K and V (block_n × D), P and dS (block_m × block_n,
-// for the transposed products). All choices fit 99 KiB, the opt-in limit of sm_86 / sm_89, so one
-// set of tiles runs on every GPU from Ampere on (A100 / H100 allow more; a larger set is future
-// work). Registers: dK and dV accumulators are 2 · block_n · D / threads fp32, S and dP
+// for the transposed products). The small set fits 99 KiB, the opt-in limit of sm_86 / sm_89, so
+// it runs on every GPU from Ampere on; the large set (below) needs up to 160 KiB. Registers: dK and dV accumulators are 2 · block_n · D / threads fp32, S and dP
 // 2 · block_m · block_n / threads; the dQ product adds block_m · D / threads inside its scope.
 // FlashAttention-2's sm80 backward uses 64 × 128 tiles for D 64..128 with 144+ KiB of smem; its
 // sm86 configurations (<= 99 KiB) are the model here:
@@ -44,7 +43,25 @@ struct BwdTileSize {
   int atom_m_dq;   // warps along block_m in dQ
 };
 
-constexpr BwdTileSize bwd_tile_size(int head_dim) {
+// The large set (`large`): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
+// H100 (227 KiB); run_bwd() asks the device. FlashAttention-2's sm80 configurations:
+//   D 32   as the small set (64 × 128 already, 64 KiB)
+//   D 64   128 × 128, 8 warps, 2 stages  160 KiB. S + dP 128, dK + dV 64 registers.
+//   D 96   64 × 128,  8 warps, 2 stages  128 KiB.
+//   D 128  64 × 128,  8 warps, 2 stages  160 KiB. Twice the keys per CTA of the small set: half
+//          the Q / dO reloads and dQ atomics per key; dK + dV 128, S + dP 64 registers.
+//   D 192  64 × 64,   8 warps, 2 stages  160 KiB. (4, 2, 2) warp grids: 16 rows of S per warp.
+//   D 256  64 × 64,   8 warps, 1 stage   144 KiB. dK + dV 128 registers, dQ product 64.
+// Measured on the H100 (docs/perf.md): the small set's backward ran at 0.36–0.50× SDPA flash.
+constexpr BwdTileSize bwd_tile_size(int head_dim, bool large = false) {
+  if (large) {
+    return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
+           : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4}
+           : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
+           : head_dim <= 128 ? BwdTileSize{64, 128, 8, 2, 2, 4, 2}
+           : head_dim <= 192 ? BwdTileSize{64, 64, 8, 2, 4, 2, 2}
+                             : BwdTileSize{64, 64, 8, 1, 4, 2, 2};
+  }
   return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
          : head_dim <= 64  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
          : head_dim <= 96  ? BwdTileSize{64, 64, 8, 2, 2, 4, 4}
