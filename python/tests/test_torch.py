@@ -178,7 +178,7 @@ def test_cpu_compile_fullgraph():
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA (learn_v4 today: bf16/fp16, head_dim 64/128, plain, causal bottom-right, GQA)
+# CUDA (impl auto = cuda_sm80: bf16/fp16, head dims up to 256, every feature)
 # ---------------------------------------------------------------------------------------------
 CUDA_SHAPES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv), causal
     ((1, 1, 1, 1, 1), False),
@@ -279,13 +279,13 @@ def test_cuda_side_stream():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"softcap": 5.0}, "softcap is not supported by impl learn_v4"),
-        ({"window": (32, 0)}, "sliding window is not supported"),
-        ({"dropout_p": 0.1}, "dropout is not supported"),
-        ({"head_dim": 96}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
-        ({"dtype": torch.float32}, "dtype fp32 is not supported by impl learn_v4"),
+        ({"dtype": torch.float32}, "dtype fp32 is not supported by impl cuda_sm80"),
+        ({"head_dim": 264}, r"head_dim \(264\) is not supported by impl cuda_sm80"),
+        ({"head_dim": 100}, r"head_dim \(100\) is not supported by impl cuda_sm80: supported multiples of 8"),
+        ({"softcap": 5.0, "impl": "learn_v4"}, "softcap is not supported by impl learn_v4"),
+        ({"head_dim": 96, "impl": "learn_v4"}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
     ],
-    ids=["softcap", "window", "dropout", "head_dim", "fp32"],
+    ids=["fp32", "head_dim264", "head_dim100", "learn_v4_softcap", "learn_v4_head_dim"],
 )
 def test_cuda_unsupported_features_raise(change, message):
     change = dict(change)

@@ -8,7 +8,7 @@
 //                    dtype this build did not compile are skipped and counted.
 //   Determinism      the same call twice (second time on another stream) gives identical bytes.
 //   Errors           unsupported combinations name the rule (no GPU needed).
-//   AutoNeverPicks   kAuto does not select the experimental implementation.
+//   AutoPicks        kAuto selects cuda_sm80 for a CUDA call it supports (the production path).
 //   CheckerSelfTest  the tolerance accepts a correct CPU implementation and rejects a 1% error
 //                    (no GPU needed: a test that cannot fail is a defect).
 //   ToleranceCoversKernelNumerics  ... and accepts the kernel's own rounding (P in the dtype),
@@ -532,19 +532,19 @@ TEST(Sm80Forward, Determinism) {
   EXPECT_EQ(std::memcmp(lse1.data(), pb.lse.data(), lse1.size() * sizeof(float)), 0);
 }
 
-TEST(Sm80Forward, AutoNeverPicks) {
+TEST(Sm80Forward, AutoPicks) {
   SKIP_WITHOUT_GPU();
   AttentionConfig c = sm80_config();
   c.impl = Impl::kAuto;
   Impl chosen = Impl::kAuto;
   const Status st = flashlab::resolve_impl(c, &chosen);
-  if (st.ok()) {
-    EXPECT_NE(chosen, Impl::kCudaSm80);
-  }
+  if (not_built(st)) GTEST_SKIP() << st.message();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(chosen, Impl::kCudaSm80);
   bool listed = false;
   for (const auto& info : flashlab::list_implementations())
-    if (info.impl == Impl::kCudaSm80) listed = info.available;
-  EXPECT_TRUE(listed) << "cuda_sm80 is compiled in and a GPU is present";
+    if (info.impl == Impl::kCudaSm80) listed = info.available && !info.experimental;
+  EXPECT_TRUE(listed) << "cuda_sm80 is compiled in, verified, and a GPU is present";
 }
 
 #endif  // FLASHLAB_WITH_CUDA

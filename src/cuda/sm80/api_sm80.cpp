@@ -6,7 +6,7 @@
 // softmax_scale. This file compiles with the host compiler: it sees the kernels only through
 // run_fwd<dtype, D>() / run_bwd<dtype, D>() declarations (fwd_params.h, bwd_params.h), defined by
 // the generated instantiations.
-// Status: compiled, not yet verified on a GPU; kAuto never selects this implementation.
+// Status: verified on the H100 (tests/gpu); the first choice of kAuto for CUDA calls (dispatch.cpp).
 #include <cuda_runtime.h>
 
 #include <cmath>
