@@ -12,6 +12,8 @@
 #     sm80       the production CuTe kernels: GPU test sweeps (tests/gpu), compute-sanitizer memcheck
 #                and racecheck on a small sweep, a checked flashlab bench beside learn_v4
 #     grid       benchmarks/sdpa_grid.py: cuda_sm80 vs PyTorch SDPA flash on the issue-4 grid
+#     profile    ncu on cuda_sm80 (one launch each of the forward and the backward's kernels,
+#                hdim 128, 4k, bf16): speed-of-light, occupancy, warp stalls, smem bank conflicts
 #                (GRID_ARGS adds options, e.g. "--hdims 128 --no-backward")
 # LEARN_PHASES narrows the learn scripts' phases (e.g. validate,memcheck,racecheck,time,sdpa).
 set -uo pipefail
@@ -81,6 +83,18 @@ if has grid; then
   timeout 580 python3 benchmarks/sdpa_grid.py --flashlab "$BIN/flashlab" --impl cuda_sm80,learn_v4 \
     --md "$OUT/grid.md" ${GRID_ARGS:-} 2>&1 | tee "$OUT/grid.log" | grep -v '^|'
   note "grid rc=${PIPESTATUS[0]}"
+fi
+if has profile; then
+  # One launch of each kernel (-c per regex); the section list keeps the report readable in text.
+  for pass in forward backward; do
+    extra=""; [ $pass = backward ] && extra="--backward"
+    kern='regex:flash_fwd_kernel'; [ $pass = backward ] && kern='regex:flash_bwd_(kernel|dq_kernel)|bwd_(preprocess|convert)'
+    timeout 240 ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
+      -k "$kern" -c 4 "$BIN/flashlab" bench --impl cuda_sm80 --batch 4 --heads 16 --seqlen 4096 --head-dim 128 \
+      $extra --warmup 0 --iters 1 --no-check --no-sgemm --quiet >"$OUT/ncu_$pass.txt" 2>&1
+    note "ncu $pass rc=$? $(grep -cE '^  [a-z_].*\(' "$OUT/ncu_$pass.txt") kernel reports"
+  done
 fi
 echo "==== summary"
 printf '%s\n' "${summary[@]}"
