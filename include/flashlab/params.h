@@ -9,7 +9,10 @@
 // device as the tensors). Then q/k/v/out are packed as (total_tokens, heads, head_dim): batch
 // strides are ignored, token t of sequence b sits at row cu_seqlens[b] + t, seqlen_q / seqlen_k
 // are the maximum lengths (an upper bound on every sequence), and LSE is (heads_q, total_q) with
-// lse_head_stride between heads.
+// lse_head_stride between heads. The CUDA backends cannot check the bound without reading
+// cu_seqlens on the host (a synchronization they never make): a longer sequence is the caller's
+// error and its result is undefined (its extra rows are not computed; cuda_sm80's backward sizes
+// its workspace from the bound).
 #pragma once
 
 #include <cstdint>
