@@ -17,44 +17,26 @@
 #include "cuda/sm80/bwd_mask.h"
 #include "cuda/sm80/bwd_tile_size.h"
 #include "flashlab/mask.h"
+#include "mask_cases.h"
 
 namespace {
 
-using flashlab::AttentionConfig;
-using flashlab::CausalAlign;
 using flashlab::RowMask;
 using flashlab::sm80::FwdTile;
 using flashlab::sm80::KeyBlockRange;
 using flashlab::sm80::QueryBlockRange;
 using flashlab::sm80::ScoreParams;
 
-struct Case {
-  int q_len, k_len;
-  bool causal, bottom_right;
-  int64_t left, right;
-  std::string describe() const {
-    return "sq " + std::to_string(q_len) + " sk " + std::to_string(k_len) + (causal ? " causal" : "") +
-           (bottom_right ? " br" : " tl") + " window " + std::to_string(left) + "," + std::to_string(right);
-  }
-};
-
-AttentionConfig config(const Case& c) {
-  AttentionConfig cfg;
-  cfg.causal = c.causal;
-  cfg.causal_align = c.bottom_right ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
-  cfg.window_left = c.left;
-  cfg.window_right = c.right;
-  return cfg;
-}
+using Case = flashlab::sm80_test::MaskCase;
+using flashlab::sm80_test::handpicked_mask_cases;
+using flashlab::sm80_test::reference_mask;
+using flashlab::sm80_test::score_params;
 
 template <int kBlockM, int kBlockN>
 void check_case(const Case& c) {
   SCOPED_TRACE(c.describe() + " tile " + std::to_string(kBlockM) + "x" + std::to_string(kBlockN));
-  const RowMask ref = flashlab::make_row_mask(config(c), c.q_len, c.k_len);
-  ScoreParams p;  // as api_sm80.cpp builds it: causal already folded into right = 0
-  p.bottom_right = c.bottom_right;
-  p.window_left = ref.left;
-  p.window_right = ref.right;
+  const RowMask ref = reference_mask(c);
+  const ScoreParams p = score_params(c);  // as api_sm80.cpp builds it: causal folded into right = 0
   FwdTile t;
   t.q_len = c.q_len;
   t.k_len = c.k_len;
@@ -105,14 +87,7 @@ void check_all_tiles(const Case& c) {
 }
 
 TEST(Sm80BwdMask, Handpicked) {
-  const Case cases[] = {
-      {1, 1, false, true, -1, -1},     {1, 300, true, false, -1, -1},  {300, 1, true, true, -1, -1},
-      {300, 1, true, false, -1, -1},   {203, 113, true, true, -1, -1}, {113, 203, true, true, -1, -1},
-      {113, 203, true, false, -1, -1}, {256, 256, true, true, -1, -1}, {1023, 1023, false, true, 64, 0},
-      {500, 700, false, true, 0, 0},   {700, 500, false, false, 5, 7}, {129, 1000, false, true, -1, 100},
-      {0, 10, true, true, -1, -1},     {10, 0, false, true, -1, -1},   {64, 64, true, true, 0, -1},
-  };
-  for (const Case& c : cases) check_all_tiles(c);
+  for (const Case& c : handpicked_mask_cases()) check_all_tiles(c);
 }
 
 TEST(Sm80BwdMask, Random) {

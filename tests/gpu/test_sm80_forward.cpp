@@ -44,6 +44,7 @@
 #include "api/backend.h"
 #include "flashlab/flashlab.h"
 #include "testing/problem.h"
+#include "sm80_test_util.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
 #include <cuda_runtime.h>
@@ -62,46 +63,9 @@ using flashlab::StatusCode;
 using flashlab::testing::HostTensor;
 using flashlab::testing::Problem;
 using flashlab::testing::ProblemSpec;
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
-double unit_roundoff(DType d) {
-  return d == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-}
+using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of sm80_test_util.h
 
 // ---- The checker (host only) -------------------------------------------------------------------
-
-struct Errors {
-  double max_abs = 0, sq = 0, ref_sq = 0, ref_max = 0;
-  int64_t nonfinite = 0;
-  double rel_l2() const { return ref_sq > 0 ? std::sqrt(sq / ref_sq) : std::sqrt(sq); }
-};
-
-// Error of `got` (or, with round_to_dtype, of exact rounded to `dtype`) against `exact`.
-Errors measure(const HostTensor& got, const HostTensor& exact, bool round_to_dtype, DType dtype) {
-  Errors e;
-  for (int64_t b = 0; b < exact.batch; ++b)
-    for (int64_t r = 0; r < exact.rows; ++r)
-      for (int64_t h = 0; h < exact.heads; ++h)
-        for (int64_t d = 0; d < exact.dim; ++d) {
-          const double want = exact.get(b, r, h, d);
-          const double g =
-              round_to_dtype ? flashlab::round_to(dtype, static_cast<float>(want)) : got.get(b, r, h, d);
-          if (!std::isfinite(g)) {
-            ++e.nonfinite;
-            continue;
-          }
-          const double diff = std::fabs(g - want);
-          e.max_abs = std::max(e.max_abs, diff);
-          e.sq += diff * diff;
-          e.ref_sq += want * want;
-          e.ref_max = std::max(e.ref_max, std::fabs(want));
-        }
-  return e;
-}
 
 // Empty string when `out` / `lse` pass against `exact`, else what failed.
 std::string check_forward(const HostTensor& out, const std::vector<float>& lse, const Problem& exact,
@@ -259,18 +223,6 @@ TEST(Sm80Forward, CheckerSelfTest) {
 
 // ---- Errors (no GPU needed: the rules come before any device query) ----------------------------
 
-AttentionConfig sm80_config() {
-  AttentionConfig c;
-  c.device = Device::kCUDA;
-  c.impl = Impl::kCudaSm80;
-  c.dtype = DType::kBFloat16;
-  c.batch = 2;
-  c.seqlen_q = c.seqlen_k = 128;
-  c.heads_q = c.heads_kv = 4;
-  c.head_dim = 128;
-  return c;
-}
-
 void expect_unsupported(const AttentionConfig& c, bool backward, const std::string& part) {
   const Status st = flashlab::detail::sm80_supports(c, backward);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
@@ -301,42 +253,8 @@ TEST(Sm80Forward, Errors) {
 
 #if defined(FLASHLAB_WITH_CUDA)
 
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 #define SKIP_WITHOUT_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device: cuda_sm80 forward not exercised"
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) {
-    if (n) {
-      EXPECT_EQ(cudaMalloc(&ptr, n), cudaSuccess);
-    }
-  }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const void* h) {
-    if (bytes) {
-      EXPECT_EQ(cudaMemcpy(ptr, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  void download(void* h) const {
-    if (bytes) {
-      EXPECT_EQ(cudaMemcpy(h, ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-  }
-  void poison() {
-    if (bytes) {
-      EXPECT_EQ(cudaMemset(ptr, 0xff, bytes), cudaSuccess);
-    }
-  }
-};
 
 // The problem's tensors mirrored on the device (same strides, padding included).
 struct DeviceProblem {
@@ -389,27 +307,6 @@ struct DeviceProblem {
     return st;
   }
 };
-
-// Elements of `t` outside its logical (batch, rows, heads, dim) still hold the 0xFFFF poison.
-int64_t written_padding(const HostTensor& t) {
-  std::vector<char> logical(t.bytes.size() / 2, 0);
-  for (int64_t b = 0; b < t.batch; ++b)
-    for (int64_t r = 0; r < t.rows; ++r)
-      for (int64_t h = 0; h < t.heads; ++h)
-        for (int64_t d = 0; d < t.dim; ++d) logical[t.index(b, r, h, d)] = 1;
-  int64_t n = 0;
-  for (size_t i = 0; i < logical.size(); ++i) {
-    uint16_t w;
-    std::memcpy(&w, t.bytes.data() + 2 * i, 2);
-    if (!logical[i] && w != 0xffffu) ++n;
-  }
-  return n;
-}
-
-bool not_built(const Status& st) {
-  return st.code() == StatusCode::kUnsupported &&
-         st.message().find("not compiled into this build") != std::string::npos;
-}
 
 // One random configuration of the sweep, with its softmax scale (NaN: the default).
 struct SweepCase {
