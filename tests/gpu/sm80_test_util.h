@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ namespace flashlab {
 namespace sm80_test {
 
 using flashlab::testing::HostTensor;
+using flashlab::testing::ProblemSpec;
 
 inline int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -77,6 +80,60 @@ inline AttentionConfig sm80_config() {
   c.heads_q = c.heads_kv = 4;
   c.head_dim = 128;
   return c;
+}
+
+// ---- The sweeps' random configurations ----------------------------------------------------------
+// One generator per sweep: the order of the draws fixes the configurations a seed gives.
+
+inline int64_t draw_pick(std::mt19937_64& rng, std::initializer_list<int64_t> v) {
+  return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+}
+inline bool draw_chance(std::mt19937_64& rng, double p) {
+  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
+
+// What the forward and backward sweeps draw alike once the shape is chosen: batch, the mask (causal
+// in both alignments, windows), softcap, ALiBi, dropout, varlen with empty and length-1 sequences,
+// padded rows, peaky inputs and the softmax scale (*scale stays NaN, the default, mostly).
+inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
+  auto pick = [&](std::initializer_list<int64_t> v) { return draw_pick(rng, v); };
+  auto chance = [&](double p) { return draw_chance(rng, p); };
+  s.batch = pick({1, 2, 3});
+  const int mask = static_cast<int>(pick({0, 0, 1, 1, 2, 3}));
+  s.causal = mask == 1 || mask == 3;
+  s.causal_align = chance(0.5) ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
+  if (mask >= 2) {
+    s.window_left = pick({-1, 0, 5, 64, 300});
+    s.window_right = s.causal ? -1 : pick({-1, 0, 7, 100});
+  }
+  if (chance(0.15)) s.softcap = chance(0.5) ? 5.0f : 30.0f;
+  s.alibi = chance(0.15);
+  if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
+  s.dropout_seed = rng();
+  s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;
+  if (chance(0.2)) {  // varlen, empty and length-1 sequences included
+    const int n = static_cast<int>(pick({1, 2, 3, 4}));
+    for (int i = 0; i < n; ++i) {
+      s.lens_q.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+      s.lens_k.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
+    }
+  }
+  if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
+  s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
+  if (chance(0.05)) *scale = chance(0.5) ? 0.0f : -0.09f;
+}
+
+// Caps every length at `cap` (sanitizer runs are tens of times slower per launch), then keeps the
+// float64 reference affordable: at most `macs` multiply-adds per product, by dropping whole
+// query-head groups, then batch entries.
+inline void cap_and_fit(ProblemSpec& s, int64_t cap, int64_t macs) {
+  s.seqlen_q = std::min(s.seqlen_q, cap);
+  s.seqlen_k = std::min(s.seqlen_k, cap);
+  for (auto& l : s.lens_q) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
+  for (auto& l : s.lens_k) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > macs && s.heads_q > s.heads_kv)
+    s.heads_q -= s.heads_kv;
+  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > macs && s.batch > 1) --s.batch;
 }
 
 #if defined(FLASHLAB_WITH_CUDA)

@@ -43,8 +43,8 @@
 
 #include "api/backend.h"
 #include "flashlab/flashlab.h"
-#include "testing/problem.h"
 #include "sm80_test_util.h"
+#include "testing/problem.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
 #include <cuda_runtime.h>
@@ -315,10 +315,8 @@ struct SweepCase {
 };
 
 SweepCase random_case(std::mt19937_64& rng) {
-  auto pick = [&](std::initializer_list<int64_t> v) {
-    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
-  };
-  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  auto pick = [&](std::initializer_list<int64_t> v) { return draw_pick(rng, v); };
+  auto chance = [&](double p) { return draw_chance(rng, p); };
   SweepCase c;
   ProblemSpec& s = c.spec;
   s.dtype = chance(0.5) ? DType::kBFloat16 : DType::kFloat16;
@@ -332,40 +330,10 @@ SweepCase random_case(std::mt19937_64& rng) {
   }
   s.heads_kv = s.seqlen_q == 4224 ? 1 : pick({1, 2, 3});
   s.heads_q = s.heads_kv * pick({1, 1, 2, 4, 8});
-  s.batch = pick({1, 2, 3});
-  const int mask = static_cast<int>(pick({0, 0, 1, 1, 2, 3}));
-  s.causal = mask == 1 || mask == 3;
-  s.causal_align = chance(0.5) ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
-  if (mask >= 2) {
-    s.window_left = pick({-1, 0, 5, 64, 300});
-    s.window_right = s.causal ? -1 : pick({-1, 0, 7, 100});
-  }
-  if (chance(0.15)) s.softcap = chance(0.5) ? 5.0f : 30.0f;
-  s.alibi = chance(0.15);
-  if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
-  s.dropout_seed = rng();
-  s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;
-  if (chance(0.2)) {  // varlen, empty sequences included
-    const int n = static_cast<int>(pick({1, 2, 3, 4}));
-    for (int i = 0; i < n; ++i) {
-      s.lens_q.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
-      s.lens_k.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));
-    }
-  }
-  if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
-  s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
-  if (chance(0.05)) c.scale = chance(0.5) ? 0.0f : -0.09f;
+  draw_features(rng, s, &c.scale);
   s.data_seed = rng();
-  // FLASHLAB_SM80_MAX_SEQLEN caps the lengths (sanitizer runs: tens of times slower per launch).
-  const int64_t cap = env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30);
-  s.seqlen_q = std::min(s.seqlen_q, cap);
-  s.seqlen_k = std::min(s.seqlen_k, cap);
-  for (auto& l : s.lens_q) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
-  for (auto& l : s.lens_k) l = static_cast<int32_t>(std::min<int64_t>(l, cap));
-  // Keep the float64 reference affordable: <= ~2e8 multiply-adds per product.
-  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 200'000'000 && s.heads_q > s.heads_kv)
-    s.heads_q -= s.heads_kv;
-  while (s.batch * s.heads_q * s.seqlen_q * s.seqlen_k * s.head_dim > 200'000'000 && s.batch > 1) --s.batch;
+  // FLASHLAB_SM80_MAX_SEQLEN caps the lengths; <= ~2e8 multiply-adds per reference product.
+  cap_and_fit(s, env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30), 200'000'000);
   return c;
 }
 

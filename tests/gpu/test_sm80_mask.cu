@@ -10,8 +10,8 @@
 // ScoreHookOnGpu runs ScoreHook::before_softmax itself (skipped without a GPU) on known raw scores
 // and compares every element with flashlab::modify_score() and key_visible() in float64:
 // softcap, ALiBi, the scale, and the mask, for tiles of both shapes and both alignments.
-#include <gtest/gtest.h>
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
@@ -139,10 +139,10 @@ __global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bo
   constexpr int kM = Traits::kBlockM, kN = Traits::kBlockN;
   typename Traits::TiledMma mma;
   auto thr_mma = mma.get_thread_slice(threadIdx.x);
-  Tensor acc = partition_fragment_C(mma, Shape<Int<kM>, Int<kN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
-  Tensor s = flashlab::sm80::rowcol_view(acc);                             // (rows, cols)
-  Tensor cS = make_identity_tensor(Shape<Int<kM>, Int<kN>>{});             // (BLK_M, BLK_N) -> (row, col)
-  Tensor tScS = flashlab::sm80::rowcol_view(thr_mma.partition_C(cS));      // (rows, cols) -> (row, col)
+  Tensor acc = partition_fragment_C(mma, Shape<Int<kM>, Int<kN>>{});   // ((2, 2), MMA_M, MMA_N) fp32
+  Tensor s = flashlab::sm80::rowcol_view(acc);                         // (rows, cols)
+  Tensor cS = make_identity_tensor(Shape<Int<kM>, Int<kN>>{});         // (BLK_M, BLK_N) -> (row, col)
+  Tensor tScS = flashlab::sm80::rowcol_view(thr_mma.partition_C(cS));  // (rows, cols) -> (row, col)
   for (int r = 0; r < size<0>(s); ++r)
     for (int c = 0; c < size<1>(s); ++c)
       s(r, c) = probe_raw(t.m_block * kM + get<0>(tScS(r, c)), n_block * kN + get<1>(tScS(r, c)));
@@ -158,7 +158,8 @@ __global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bo
 template <int kHeadDim>
 void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
   constexpr flashlab::sm80::FwdTileSize ts = flashlab::sm80::fwd_tile_size(kHeadDim, false);
-  using Traits = flashlab::sm80::FwdKernelTraits<kHeadDim, ts.block_m, ts.block_n, ts.warps, cutlass::bfloat16_t>;
+  using Traits =
+      flashlab::sm80::FwdKernelTraits<kHeadDim, ts.block_m, ts.block_n, ts.warps, cutlass::bfloat16_t>;
   constexpr int kM = Traits::kBlockM, kN = Traits::kBlockN;
   ScoreParams p = score_params(c);
   p.softmax_scale = scale;
@@ -170,7 +171,8 @@ void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
   float* d_out = nullptr;
   ASSERT_EQ(cudaMalloc(&d_slopes, slopes.size() * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&d_out, kM * kN * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(d_slopes, slopes.data(), slopes.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_slopes, slopes.data(), slopes.size() * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
   if (alibi) {
     p.alibi_slopes = d_slopes;
     p.alibi_batch_stride = heads;
@@ -187,7 +189,8 @@ void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
       t.k_len = c.k_len;
       hook_probe<Traits><<<1, Traits::kNThreads>>>(p, t, n_block, /*needs_mask=*/true, d_out);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost),
+                cudaSuccess);
       const double slope = alibi ? slopes[1 * heads + 2] : 0.0;
       for (int r = 0; r < kM; ++r) {
         const int i = m_block * kM + r;
@@ -199,8 +202,8 @@ void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
             ASSERT_EQ(got, -INFINITY) << "row " << i << " key " << j << " must be masked";
             continue;
           }
-          const double want = flashlab::modify_score<double>(double(scale) * probe_raw(i, j), softcap, slope, i,
-                                                             j, ref.shift);
+          const double want = flashlab::modify_score<double>(double(scale) * probe_raw(i, j), softcap, slope,
+                                                             i, j, ref.shift);
           ASSERT_NEAR(got, want, 1e-4 * (1.0 + std::fabs(want)))
               << "row " << i << " key " << j << " raw " << probe_raw(i, j) << " shift " << ref.shift;
         }
@@ -214,8 +217,10 @@ void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
 TEST(Sm80Mask, ScoreHookOnGpu) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-  const Case cases[] = {{203, 203, false, true, -1, -1}, {17, 300, true, true, -1, -1},
-                        {300, 17, false, false, 5, 100}, {130, 70, true, false, -1, -1}};
+  const Case cases[] = {{203, 203, false, true, -1, -1},
+                        {17, 300, true, true, -1, -1},
+                        {300, 17, false, false, 5, 100},
+                        {130, 70, true, false, -1, -1}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.describe());
     for (int variant = 0; variant < 4; ++variant) {
