@@ -26,6 +26,8 @@ for lib in $(ldd build-carry/bin/flashlab | awk '/=> \// {print $3}' | grep -E '
 done
 # Diagnostic for native crashes in Python processes (python/scripts/import_order_check.py).
 cc -O1 -g -shared -fPIC -o build-carry/lib/crash_backtrace.so python/scripts/crash_backtrace.c
+# Symbol tables are not needed there; stripping keeps the carry under the device's 64 MiB.
+strip --strip-unneeded build-carry/lib/*.so* build-carry/bin/*
 # CuTe/CUTLASS headers, compressed, for tools/device_rebuild.sh (kernel iterations built on the device).
 inc=$(sed -n 's/^FLASHLAB_CUTLASS_INCLUDE:PATH=//p' build-h100/CMakeCache.txt)
 tar -cJf build-carry/cutlass-include.tar.xz -C "$inc" cute cutlass

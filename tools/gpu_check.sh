@@ -12,9 +12,11 @@
 #     sm80       the production CuTe kernels: GPU test sweeps (tests/gpu), compute-sanitizer memcheck
 #                and racecheck on a small sweep, a checked flashlab bench beside learn_v4
 #     grid       benchmarks/sdpa_grid.py: cuda_sm80 vs PyTorch SDPA flash on the issue-4 grid
-#     profile    ncu on cuda_sm80 (one launch each of the forward and the backward's kernels,
-#                hdim 128, 4k, bf16): speed-of-light, occupancy, warp stalls, smem bank conflicts
-#                (GRID_ARGS adds options, e.g. "--hdims 128 --no-backward")
+#     profile    ncu on cuda_sm80's kernels and SDPA flash's (FlashAttention-2) at one shape (bf16,
+#                b4 s4096 h16 d128, causal and not): time, instructions, predication, tensor-pipe
+#                use, atomics, spills, stall reasons side by side (tools/ncu_table.py -> ncu_table.md)
+#     sass       ncu source counters of cuda_sm80's forward and backward kernels as per-SASS-line CSV
+#     (GRID_ARGS adds options to the grid, e.g. "--hdims 128 --no-backward")
 # LEARN_PHASES narrows the learn scripts' phases (e.g. validate,memcheck,racecheck,time,sdpa).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,15 +87,44 @@ if has grid; then
   note "grid rc=${PIPESTATUS[0]}"
 fi
 if has profile; then
-  # One launch of each kernel (-c per regex); the section list keeps the report readable in text.
+  # One launch of each kernel, flashlab's (cuda_sm80) and the peer's (SDPA flash = FlashAttention-2)
+  # at the same shape, with the same metrics: where the time goes, side by side. Stall reasons are
+  # per issued instruction (the "warp cycles per issued instruction" split by cause).
+  metrics="gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size"
+  metrics+=",smsp__inst_executed.sum,smsp__thread_inst_executed_pred_on.sum,smsp__thread_inst_executed.sum"
+  metrics+=",sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics+=",l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_global_red.sum"
+  metrics+=",l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"
+  metrics+=",smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum"
+  metrics+=",smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_ldsm.sum"
+  metrics+=",lts__t_sectors_op_red.sum,dram__bytes.sum,smsp__warps_issue_stalled_barrier_per_issue_active.ratio"
+  metrics+=",regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
+  shape="--batch 4 --heads 16 --seqlen 4096 --head-dim 128"
+  for causal in "" "--causal"; do
+    tag=full; [ -n "$causal" ] && tag=causal
+    timeout 240 ncu --metrics "$metrics" -k 'regex:flash_(fwd|bwd)|bwd_(preprocess|convert)' -c 8 \
+      "$BIN/flashlab" bench --impl cuda_sm80 $shape $causal --backward --warmup 0 --iters 1 --no-check \
+      --no-sgemm --quiet >"$OUT/ncu_flashlab_$tag.txt" 2>&1
+    note "ncu flashlab $tag rc=$?"
+    timeout 240 ncu --metrics "$metrics" -k 'regex:flash|dot_do_o|convert_dq' -c 8 \
+      python3 benchmarks/sdpa_flash_once.py $shape $causal >"$OUT/ncu_sdpa_$tag.txt" 2>&1
+    note "ncu sdpa flash $tag rc=$?"
+  done
+  python3 tools/ncu_table.py "$OUT"/ncu_flashlab_full.txt "$OUT"/ncu_sdpa_full.txt \
+    "$OUT"/ncu_flashlab_causal.txt "$OUT"/ncu_sdpa_causal.txt | tee "$OUT/ncu_table.md"
+fi
+if has sass; then
+  # Per-instruction view of flashlab's main forward and backward kernels (b4 s4096 h16 d128, bf16):
+  # executed instructions and stall samples per SASS line, as CSV (tools/sass_hotspots.py reads it).
   for pass in forward backward; do
-    extra=""; [ $pass = backward ] && extra="--backward"
-    kern='regex:flash_fwd_kernel'; [ $pass = backward ] && kern='regex:flash_bwd_(kernel|dq_kernel)|bwd_(preprocess|convert)'
-    timeout 240 ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-      --section MemoryWorkloadAnalysis --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
-      -k "$kern" -c 4 "$BIN/flashlab" bench --impl cuda_sm80 --batch 4 --heads 16 --seqlen 4096 --head-dim 128 \
-      $extra --warmup 0 --iters 1 --no-check --no-sgemm --quiet >"$OUT/ncu_$pass.txt" 2>&1
-    note "ncu $pass rc=$? $(grep -cE '^  [a-z_].*\(' "$OUT/ncu_$pass.txt") kernel reports"
+    extra=""; kern='regex:flash_fwd_kernel'
+    [ $pass = backward ] && { extra="--backward"; kern='regex:flash_bwd_kernel'; }
+    timeout 240 ncu --section SourceCounters --section WarpStateStats -k "$kern" -c 1 -f -o "$OUT/sass_$pass" \
+      "$BIN/flashlab" bench --impl cuda_sm80 --batch 4 --heads 16 --seqlen 4096 --head-dim 128 $extra \
+      --warmup 0 --iters 1 --no-check --no-sgemm --quiet >"$OUT/sass_$pass.log" 2>&1
+    ncu --import "$OUT/sass_$pass.ncu-rep" --page source --csv --print-source sass >"$OUT/sass_$pass.csv" 2>>"$OUT/sass_$pass.log"
+    note "sass $pass rc=$? $(wc -l <"$OUT/sass_$pass.csv") lines"
+    rm -f "$OUT/sass_$pass.ncu-rep"
   done
 fi
 echo "==== summary"

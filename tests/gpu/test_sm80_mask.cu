@@ -70,6 +70,13 @@ void check_case(const Case& c) {
       }
     }
     ASSERT_EQ(range.empty(), !any_visible) << "m_block " << m_block;
+    // The forward's loop split: [unmasked_begin, unmasked_end) is exactly the blocks needs_mask()
+    // lets through, so the three loops together visit [n_min, n_max) once each, masks included.
+    const int ub = range.unmasked_begin(), ue = range.unmasked_end();
+    ASSERT_LE(ub, ue) << "m_block " << m_block;
+    if (!range.empty()) ASSERT_TRUE(ub >= range.n_min && ue <= range.n_max) << "m_block " << m_block;
+    for (int n = range.n_min; n < range.n_max; ++n)
+      ASSERT_EQ(n >= ub && n < ue, !range.needs_mask(n)) << "m_block " << m_block << " key block " << n;
 
     // The per-row bounds the hook uses, for every row of the CTA (rows past q_len included: they
     // are computed and discarded) and columns of each visited block plus a margin.
@@ -147,7 +154,11 @@ __global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bo
     for (int c = 0; c < size<1>(s); ++c)
       s(r, c) = probe_raw(t.m_block * kM + get<0>(tScS(r, c)), n_block * kN + get<1>(tScS(r, c)));
   const flashlab::sm80::ScoreHook<Traits> hook(p, t);
-  hook.before_softmax(s, tScS, n_block, needs_mask);
+  if (needs_mask) {
+    hook.template before_softmax<true>(s, tScS, n_block);
+  } else {
+    hook.template before_softmax<false>(s, tScS, n_block);
+  }
   // The softmax multiplies by softmax_scale_log2() / kLog2e afterwards: fold it in so the probe
   // returns the modified score itself.
   const float post = hook.softmax_scale_log2() / flashlab::sm80::kLog2e;

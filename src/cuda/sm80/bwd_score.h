@@ -114,6 +114,10 @@ struct BwdScoreHook {
                            bool needs_mask, const float (&lse_log2)[kRows], const float (&dsum)[kRows],
                            Dropout const& dropout) const {
     static_assert(decltype(size<0>(s))::value == kRows, "one LSE and D per accumulator row");
+    if (!needs_mask && slope == 0.0f && !(p.softcap > 0.0f)) {
+      p_and_ds_plain(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
+      return;
+    }
     const int m0 = m_block * kBlockM;
     const int n0 = n_block * kBlockN;
     const RowMask m = sequence_mask(p, t);
@@ -143,6 +147,34 @@ struct BwdScoreHook {
         const bool kept = (keep >> c) & 1u;
         const float dp_z = kept ? dp(r, c) * keep_scale : 0.0f;
         dp(r, c) = prob * (dp_z - dsum[r]) * sigma;
+        s(r, c) = kept ? prob * keep_scale : 0.0f;
+      }
+    }
+  }
+
+  // The common case: no softcap, no ALiBi, a key block every row sees whole. Per score one FFMA
+  // and one MUFU.EX2 for P, two operations for dS (plus the dropout select when enabled). Kept
+  // apart from the general loop above, behind a CTA-uniform branch, so that the general loop's
+  // work is not issued predicated-off here (ncu on the H100: 35% of the issued thread
+  // instructions were predicated off and the loop was 2.4x FlashAttention-2's when both lived in
+  // one loop).
+  template <typename TensorS, typename TensorC, typename Dropout, int kRows>
+  __device__ void p_and_ds_plain(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
+                                 const float (&lse_log2)[kRows], const float (&dsum)[kRows],
+                                 Dropout const& dropout) const {
+    const int j0 = n_block * kBlockN + static_cast<int>(get<1>(tScS(0, 0)));
+    const float keep_scale = dropout.keep_scale();
+    const float scale_log2 = p.softmax_scale * kLog2e;
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(s); ++r) {
+      const int row = m_block * kBlockM + static_cast<int>(get<0>(tScS(r, 0)));
+      const uint32_t keep = dropout.keep_bits(tScS, row, j0);
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) {
+        const float prob = fast_exp2(fmaf(s(r, c), scale_log2, -lse_log2[r]));
+        const bool kept = (keep >> c) & 1u;
+        const float dp_z = kept ? dp(r, c) * keep_scale : 0.0f;
+        dp(r, c) = prob * (dp_z - dsum[r]);
         s(r, c) = kept ? prob * keep_scale : 0.0f;
       }
     }

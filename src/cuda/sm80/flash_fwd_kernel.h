@@ -2,7 +2,8 @@
 //
 //   tile      = FwdTileScheduler::tile()            which (query block, head, sequence)
 //   range     = KeyBlockRange(mask, tile)           key blocks that can hold a visible key
-//   for key blocks, last to first:                  (the masked diagonal block comes first)
+//   for key blocks, last to first:                  (the masked diagonal block comes first; blocks
+//                                                   that need no mask run in a loop of their own)
 //     S = Q·Kᵀ                                      MainloopFwd::gemm_qk
 //     S = hook(S)                                   ScoreHook: scale, softcap, ALiBi, mask
 //     P = softmax.update(S, O)                      OnlineSoftmax: m, l, O rescale
@@ -62,10 +63,9 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
     const MainloopFwd<Traits> mainloop(params.mainloop, tile, smem);
     const float scale_log2 = hook.softmax_scale_log2();
-    mainloop.load_q();
-    mainloop.load_k(range.n_max - 1);
-    cp_async_fence();
-    for (int n_block = range.n_max - 1; n_block >= range.n_min; --n_block) {
+    // One key block; kMask: apply the per-element mask (mask.h). Barriers as described above.
+    auto step = [&](int n_block, auto mask_flag) __attribute__((always_inline)) {
+      constexpr bool kMask = decltype(mask_flag)::value;
       Tensor acc_s =
           partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
       clear(acc_s);
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
 
       mainloop.gemm_qk(acc_s);
       Tensor s = rowcol_view(acc_s);  // (rows, cols)
-      hook.before_softmax(s, tScS, n_block, range.needs_mask(n_block));
+      hook.template before_softmax<kMask>(s, tScS, n_block);
 
       cp_async_wait<0>();
       __syncthreads();  // (2)
@@ -90,7 +90,18 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
       Tensor rP = convert_fragment<Element>(acc_s);                        // ((2, 2), MMA_M, MMA_N) 16-bit
       Tensor tOrP = make_tensor(rP.data(), acc_to_a_layout(rP.layout()));  // ((2, 2, 2), MMA_M, BLK_N / 16)
       mainloop.gemm_pv(acc_o, tOrP);
-    }
+    };
+    mainloop.load_q();
+    mainloop.load_k(range.n_max - 1);
+    cp_async_fence();
+    // Last to first, in three loops: blocks that need the mask (the causal diagonal, the sequence
+    // end), the blocks every row sees whole (no mask code compiled in), the masked rest (a window's
+    // left edge). Separate loops keep the mask instructions out of the unmasked blocks' stream.
+    const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
+    int n_block = range.n_max - 1;
+    for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
+    for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
+    for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
   }
 
   float lse[Traits::kRowsPerThread];

@@ -63,6 +63,10 @@ __device__ __forceinline__ void load_tile_async(const typename Traits::Element* 
   Tensor tg = thr_copy.partition_S(g);  // (CPY, CPY_M, CPY_K)
   Tensor ts = thr_copy.partition_D(s);  // (CPY, CPY_M, CPY_K)
   Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
+  if (valid_rows >= kRows && head_dim == kHeadDim) {  // a whole tile: no per-copy predicates
+    copy(tiled_copy, tg, ts);
+    return;
+  }
   CUTE_UNROLL
   for (int m = 0; m < size<1>(tg); ++m) {
     const bool row_ok = static_cast<int>(get<0>(tc(0, m, 0))) < valid_rows;

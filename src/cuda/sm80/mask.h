@@ -69,6 +69,18 @@ struct KeyBlockRange {
     const int64_t n0 = int64_t(n_block) * kBlockN;
     return !(n0 >= full_lo && n0 + kBlockN - 1 <= full_hi);
   }
+  // The blocks of [n_min, n_max) that need no mask, as one range [unmasked_begin(),
+  // unmasked_end()) (possibly empty): the blocks inside [full_lo, full_hi]. The forward runs them
+  // in a loop of their own, compiled without the mask code (flash_fwd_kernel.h).
+  FLASHLAB_HD int unmasked_begin() const {
+    const int64_t b = full_lo <= 0 ? 0 : (full_lo + kBlockN - 1) / kBlockN;  // ceil(full_lo / kBlockN)
+    return static_cast<int>(b < n_min ? n_min : b > n_max ? n_max : b);
+  }
+  FLASHLAB_HD int unmasked_end() const {
+    const int64_t e = full_hi < 0 ? 0 : (full_hi + 1) / kBlockN;  // floor((full_hi + 1) / kBlockN)
+    const int begin = unmasked_begin();
+    return static_cast<int>(e < begin ? begin : e > n_max ? n_max : e);
+  }
 };
 
 // Row `row`'s visible keys as offsets from column j0: key j0 + dj is visible iff
@@ -122,9 +134,11 @@ struct ScoreHook {
   __device__ float lse_scale() const { return premultiply ? 1.0f : p.softmax_scale; }
 
   // s: (rows, cols) fp32 scores of key block n_block; tScS: the same shape -> (row, col) tile
-  // coordinates. needs_mask: some score of the block may lie outside its row's interval.
-  template <typename TensorS, typename TensorC>
-  __device__ void before_softmax(TensorS& s, TensorC const& tScS, int n_block, bool needs_mask) const {
+  // coordinates. kMask: some score of the block may lie outside its row's interval (a template
+  // flag, not a runtime one: as a runtime branch nvcc if-converted the ~250 mask instructions and
+  // issued them predicated-off for every block — ncu/SASS on the H100).
+  template <bool kMask, typename TensorS, typename TensorC>
+  __device__ void before_softmax(TensorS& s, TensorC const& tScS, int n_block) const {
     const int m0 = t.m_block * kBlockM;
     const int n0 = n_block * kBlockN;
     const RowMask m = sequence_mask(p, t);
@@ -148,7 +162,7 @@ struct ScoreHook {
         }
       }
     }
-    if (needs_mask) {
+    if constexpr (kMask) {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
         int lo_rel, hi_rel;
