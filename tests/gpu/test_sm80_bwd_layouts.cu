@@ -6,7 +6,7 @@
 //     swapped coordinate, and its no-swizzle view has the same shape;
 //   * every shared tile is a bijection onto [0, size): tiles laid out back to back cannot overlap;
 //   * S/dP accumulators: rowcol mode 0 is rows, mode 1 columns; each (row, col) owned by exactly one
-//     thread; column pairs (2t, 2t + 1) in mode (1, 0) (DropoutBwd::keep_bits); kRowsPerThread;
+//     thread; column pairs (2t, 2t + 1) in mode (1, 0) (Dropout::keep_bits); kRowsPerThread;
 //   * the dK/dV and dQ accumulators (epilogue_bwd.h's write_tile) cover their tiles exactly once.
 #include <gtest/gtest.h>
 

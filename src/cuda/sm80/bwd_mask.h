@@ -1,7 +1,7 @@
 // src/cuda/sm80/bwd_mask.h — which CTA owns which keys, and which query blocks see them.
 //
 //   BwdTileScheduler  blockIdx -> (key block, query head, sequence) for the main kernel; varlen
-//                     offsets from cu_seqlens exactly as FwdTileScheduler reads them.
+//                     offsets from cu_seqlens by FwdTile::set_sequence, as the forward's.
 //   QueryBlockRange   the transpose of the forward's KeyBlockRange (mask.h): the query blocks that
 //                     hold a row seeing at least one key of the block. Per (query block, key block)
 //                     pair, KeyBlockRange::needs_mask() still says whether the per-element mask
@@ -58,17 +58,7 @@ struct BwdTileScheduler {
     FwdTile t;
     *n_block = static_cast<int>(blockIdx.x);
     t.head = static_cast<int>(blockIdx.y);
-    t.batch = static_cast<int>(blockIdx.z);
-    t.varlen = p.cu_seqlens_q != nullptr;
-    if (t.varlen) {
-      t.q_begin = p.cu_seqlens_q[t.batch];
-      t.q_len = static_cast<int>(p.cu_seqlens_q[t.batch + 1] - t.q_begin);
-      t.k_begin = p.cu_seqlens_k[t.batch];
-      t.k_len = static_cast<int>(p.cu_seqlens_k[t.batch + 1] - t.k_begin);
-    } else {
-      t.q_len = p.seqlen_q;
-      t.k_len = p.seqlen_k;
-    }
+    t.set_sequence(p, static_cast<int>(blockIdx.z));
     return t;
   }
 };

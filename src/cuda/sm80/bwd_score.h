@@ -21,69 +21,16 @@
 
 #include <cute/tensor.hpp>
 
+#include "cuda/sm80/dropout.h"  // Dropout<k>::keep_bits: the forward's keep-mask
 #include "cuda/sm80/fragments.h"
 #include "cuda/sm80/fwd_params.h"
 #include "cuda/sm80/mask.h"
 #include "cuda/sm80/tile_scheduler.h"
-#include "flashlab/philox.h"
 
 namespace flashlab {
 namespace sm80 {
 
 using namespace cute;
-
-// The forward's keep-mask (dropout.h, flashlab/philox.h) as bits: bit c of keep_bits() is column c
-// of the thread's row in the (rows, cols) view, whose mode 1 is (column pair, n8 tile).
-template <bool kEnabled>
-struct DropoutBwd {
-  __device__ DropoutBwd(const DropoutParams&, const FwdTile&, int) {}
-  __device__ float keep_scale() const { return 1.0f; }
-  template <typename TensorC>
-  __device__ uint32_t keep_bits(TensorC const&, int, int) const {
-    return 0xffffffffu;
-  }
-};
-
-template <>
-struct DropoutBwd<true> {
-  uint64_t seed, offset;
-  uint32_t threshold;
-  float scale;
-  int batch, heads_q, head;
-
-  __device__ DropoutBwd(const DropoutParams& p, const FwdTile& t, int heads_q_)
-      : seed(p.seed),
-        offset(p.offset),
-        threshold(p.threshold),
-        scale(p.keep_scale),
-        batch(t.batch),
-        heads_q(heads_q_),
-        head(t.head) {}
-
-  __device__ float keep_scale() const { return scale; }
-
-  // tScS: (rows, cols) -> (row, col) tile coordinates; row: sequence position of the thread's
-  // row; j0: sequence position of its first column. A rolled loop (one Philox chain in flight),
-  // one call per column pair, as DropoutFwd::apply does it.
-  template <typename TensorC>
-  __device__ uint32_t keep_bits(TensorC const& tScS, int row, int j0) const {
-    constexpr int kTiles = decltype(size<1, 1>(tScS))::value;  // n8 tiles per row
-    static_assert(decltype(size<1, 0>(tScS))::value == 2, "expects column pairs (2t, 2t + 1) in mode (1, 0)");
-    static_assert(2 * kTiles <= 32, "the keep bits of one row fit a 32-bit mask");
-    uint32_t keep = 0;
-#pragma unroll 1
-    for (int n = 0; n < kTiles; ++n) {
-      const int col = j0 + (static_cast<int>(get<1>(tScS(0, make_coord(0, n)))) -
-                            static_cast<int>(get<1>(tScS(0, 0))));  // even
-      const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, row, col);
-      const bool high = (col & 2) != 0;
-      const uint32_t w0 = high ? w.x[2] : w.x[0];
-      const uint32_t w1 = high ? w.x[3] : w.x[1];
-      keep |= (uint32_t(w0 >= threshold) | (uint32_t(w1 >= threshold) << 1)) << (2 * n);
-    }
-    return keep;
-  }
-};
 
 // σ = sech²(x / cap) and cap · tanh(x / cap) from one MUFU.EX2: with e = exp(2|x| / cap) >= 1 and
 // r = 1 / (e + 1) in (0, 1/2], tanh = sign(x)(1 − 2r) and sech² = 4r(1 − r). Using |x| keeps both

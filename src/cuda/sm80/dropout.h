@@ -23,24 +23,29 @@ namespace sm80 {
 using namespace cute;
 
 template <bool kEnabled>
-struct DropoutFwd;
+struct Dropout;
 
+// Dropout off: every score kept, nothing to scale.
 template <>
-struct DropoutFwd<false> {
-  __device__ DropoutFwd(const DropoutParams&, const FwdTile&, int) {}
+struct Dropout<false> {
+  __device__ Dropout(const DropoutParams&, const FwdTile&, int) {}
   __device__ float keep_scale() const { return 1.0f; }
+  template <typename TensorC>
+  __device__ uint32_t keep_bits(TensorC const&, int, int) const {
+    return 0xffffffffu;
+  }
   template <typename TensorP, typename TensorC>
   __device__ void apply(TensorP&, TensorC const&, int, int) const {}
 };
 
 template <>
-struct DropoutFwd<true> {
+struct Dropout<true> {
   uint64_t seed, offset;
   uint32_t threshold;
   float scale;
   int batch, heads_q, head;
 
-  __device__ DropoutFwd(const DropoutParams& p, const FwdTile& t, int heads_q_)
+  __device__ Dropout(const DropoutParams& p, const FwdTile& t, int heads_q_)
       : seed(p.seed),
         offset(p.offset),
         threshold(p.threshold),
@@ -51,36 +56,45 @@ struct DropoutFwd<true> {
 
   __device__ float keep_scale() const { return scale; }
 
-  // p: (rows, cols) = ((2, MMA_M), (2, MMA_N)) probabilities; tPcP: the same shape -> (row, col)
-  // tile coordinates. m0, n0: sequence positions of the tile's first row and column.
-  // Two passes per row: a rolled loop draws the keep bits into a mask (one Philox in flight at a
-  // time: unrolled, the 10-round chains of all n8 tiles interleave and spill the S tile), then an
-  // unrolled loop zeroes the dropped scores (P must be indexed with compile-time indices to stay
-  // in registers).
+  // The keep-mask of one of the thread's rows as bits: bit c is column c of the row in the
+  // (rows, cols) view, whose mode 1 is (column pair, n8 tile). tScS: (rows, cols) -> (row, col)
+  // tile coordinates; row: sequence position of the row; j0: sequence position of the thread's
+  // first column. A rolled loop keeps one Philox chain in flight (unrolled, the 10-round chains
+  // of all n8 tiles interleave and spill the accumulators). The forward (apply) and the backward
+  // (bwd_score.h) draw the same bits here.
+  template <typename TensorC>
+  __device__ uint32_t keep_bits(TensorC const& tScS, int row, int j0) const {
+    constexpr int kTiles = decltype(size<1, 1>(tScS))::value;  // n8 tiles per row
+    static_assert(decltype(size<1, 0>(tScS))::value == 2, "expects column pairs (2t, 2t + 1) in mode (1, 0)");
+    static_assert(2 * kTiles <= 32, "the keep bits of one row fit a 32-bit mask");
+    uint32_t keep = 0;
+#pragma unroll 1
+    for (int n = 0; n < kTiles; ++n) {
+      const int col = j0 + (static_cast<int>(get<1>(tScS(0, make_coord(0, n)))) -
+                            static_cast<int>(get<1>(tScS(0, 0))));  // even: 2t + 8·tile
+      const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, row, col);
+      // col % 4 is 0 or 2: pick the pair with selects (an indexed w.x[] would go to local memory).
+      const bool high = (col & 2) != 0;
+      const uint32_t w0 = high ? w.x[2] : w.x[0];
+      const uint32_t w1 = high ? w.x[3] : w.x[1];
+      keep |= (uint32_t(w0 >= threshold) | (uint32_t(w1 >= threshold) << 1)) << (2 * n);
+    }
+    return keep;
+  }
+
+  // p: (rows, cols) = ((2, MMA_M), (2, MMA_N)) probabilities, dropped ones set to 0; tPcP: the
+  // same shape -> (row, col) tile coordinates. m0, n0: sequence positions of the tile's first row
+  // and column. The keep bits come from the rolled loop above; the zeroing is unrolled (P must be
+  // indexed with compile-time indices to stay in registers).
   template <typename TensorP, typename TensorC>
   __device__ void apply(TensorP& p, TensorC const& tPcP, int m0, int n0) const {
-    static_assert(decltype(size<1, 0>(p))::value == 2, "expects column pairs (2t, 2t + 1) in mode (1, 0)");
-    constexpr int kTiles = decltype(size<1, 1>(p))::value;  // n8 tiles per row
-    static_assert(2 * kTiles <= 32, "the keep bits of one row fit a 32-bit mask");
-    const int j0 = n0 + get<1>(tPcP(0, 0));
+    const int j0 = n0 + static_cast<int>(get<1>(tPcP(0, 0)));
     CUTE_UNROLL
     for (int r = 0; r < size<0>(p); ++r) {
-      const int row = m0 + get<0>(tPcP(r, 0));
-      uint32_t keep = 0;
-#pragma unroll 1
-      for (int n = 0; n < kTiles; ++n) {
-        const int col = j0 + (get<1>(tPcP(0, make_coord(0, n))) - get<1>(tPcP(0, 0)));  // even: 2t + 8·tile
-        const Philox4 w = dropout_words(seed, offset, batch, heads_q, head, row, col);
-        // col % 4 is 0 or 2: pick the pair with selects (an indexed w.x[] would go to local memory).
-        const bool high = (col & 2) != 0;
-        const uint32_t w0 = high ? w.x[2] : w.x[0];
-        const uint32_t w1 = high ? w.x[3] : w.x[1];
-        keep |= (uint32_t(w0 >= threshold) | (uint32_t(w1 >= threshold) << 1)) << (2 * n);
-      }
+      const uint32_t keep = keep_bits(tPcP, m0 + static_cast<int>(get<0>(tPcP(r, 0))), j0);
       CUTE_UNROLL
-      for (int n = 0; n < kTiles; ++n) {
-        if (!((keep >> (2 * n)) & 1u)) p(r, make_coord(0, n)) = 0.0f;
-        if (!((keep >> (2 * n + 1)) & 1u)) p(r, make_coord(1, n)) = 0.0f;
+      for (int c = 0; c < size<1>(p); ++c) {
+        if (!((keep >> c) & 1u)) p(r, c) = 0.0f;
       }
     }
   }

@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   if (!range.empty()) {  // else no row sees these keys: dK = dV = 0 below
     const MainloopBwd<Traits> mainloop(params.in, params.rows, params.seq, tile, smem);
     const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
-    const DropoutBwd<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
+    const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     const bool dq_atomic = params.grad.dq_accum != nullptr;
     const int64_t dq_accum_batch_stride =
         int64_t(params.seq.seqlen_q) * params.seq.heads_q * params.in.head_dim;
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   if (!range.empty()) {  // else no row sees a key: dQ = 0
     const MainloopBwd<Traits> mainloop(params.in, params.rows, params.seq, tile, smem);
     const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
-    const DropoutBwd<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
+    const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     float lse_log2[Traits::kRowsPerThread], dsum[Traits::kRowsPerThread];
     mainloop.load_row_stats(tScS, tile.m_block, lse_log2, dsum);
     mainloop.load_q(tile.m_block, 0);

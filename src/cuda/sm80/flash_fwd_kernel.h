@@ -7,7 +7,7 @@
 //     S = Q·Kᵀ                                      MainloopFwd::gemm_qk
 //     S = hook(S)                                   ScoreHook: scale, softcap, ALiBi, mask
 //     P = softmax.update(S, O)                      OnlineSoftmax: m, l, O rescale
-//     P = dropout(P)                                DropoutFwd
+//     P = dropout(P)                                Dropout
 //     O += P·V                                      MainloopFwd::gemm_pv (P stays in registers)
 //   O /= l; LSE                                     OnlineSoftmax::finalize
 //   store O, LSE                                    EpilogueFwd
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
 
   const KeyBlockRange<kBlockM, kBlockN> range(params.score, tile);
   const ScoreHook<Traits> hook(params.score, tile);
-  const DropoutFwd<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
+  const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
   OnlineSoftmax<Traits::kRowsPerThread> softmax;
 
   if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below

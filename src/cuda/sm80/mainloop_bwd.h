@@ -46,41 +46,6 @@ __device__ __forceinline__ void gemm_smem(Acc& acc, SA const& sA, FA const& fA, 
   gemm_ss(mma, acc, tCrA, tCrB, tCsA, tCsB, copy_a, copy_b, thr_copy_a, thr_copy_b);
 }
 
-// Copies rows [0, valid_rows) × columns [0, head_dim) of a (kRows, HDIM) tile into shared memory
-// with cp.async; the rest is zero-filled with plain stores (a NaN pattern in a padded row or column
-// would reach the products through 0 · NaN).
-template <typename Traits, int kRows, typename SmemLayout>
-__device__ __forceinline__ void load_tile_async(const typename Traits::Element* gptr, int64_t row_stride,
-                                                int valid_rows, int head_dim, typename Traits::Element* sptr,
-                                                int tid) {
-  constexpr int kHeadDim = Traits::kHeadDim;
-  Tensor g = make_tensor(make_gmem_ptr(gptr), make_layout(make_shape(Int<kRows>{}, Int<kHeadDim>{}),
-                                                          make_stride(row_stride, _1{})));  // (ROWS, HDIM)
-  Tensor s = make_tensor(make_smem_ptr(sptr), SmemLayout{});                                // (ROWS, HDIM)
-  Tensor c = make_identity_tensor(make_shape(Int<kRows>{}, Int<kHeadDim>{}));  // (ROWS, HDIM) -> (row, col)
-  typename Traits::GmemTiledCopyQKV tiled_copy;
-  auto thr_copy = tiled_copy.get_thread_slice(tid);
-  Tensor tg = thr_copy.partition_S(g);  // (CPY, CPY_M, CPY_K)
-  Tensor ts = thr_copy.partition_D(s);  // (CPY, CPY_M, CPY_K)
-  Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
-  if (valid_rows >= kRows && head_dim == kHeadDim) {  // a whole tile: no per-copy predicates
-    copy(tiled_copy, tg, ts);
-    return;
-  }
-  CUTE_UNROLL
-  for (int m = 0; m < size<1>(tg); ++m) {
-    const bool row_ok = static_cast<int>(get<0>(tc(0, m, 0))) < valid_rows;
-    CUTE_UNROLL
-    for (int k = 0; k < size<2>(tg); ++k) {
-      if (row_ok && static_cast<int>(get<1>(tc(0, m, k))) < head_dim) {
-        copy(tiled_copy, tg(_, m, k), ts(_, m, k));
-      } else {
-        clear(ts(_, m, k));
-      }
-    }
-  }
-}
-
 template <typename Traits>
 struct MainloopBwd {
   using Element = typename Traits::Element;

@@ -64,6 +64,44 @@ __device__ __forceinline__ void gemm_rs(TiledMma const& mma, Acc& acc, FragA con
   }
 }
 
+// Copies rows [0, valid_rows) × columns [0, head_dim) of a (kRows, HDIM) tile (row stride
+// `row_stride`) into shared memory with cp.async (Traits::GmemTiledCopyQKV, 16 bytes per thread per
+// copy); the rest of the tile is zero-filled with plain stores, so out-of-range addresses are never
+// formed into a load. Zeros (not garbage) matter: a NaN bit pattern in a padded K column or V row
+// would poison the products through 0 · NaN. A whole tile (the common case) takes one unpredicated
+// copy. Both passes load Q, K, V (and dO) with it.
+template <typename Traits, int kRows, typename SmemLayout>
+__device__ __forceinline__ void load_tile_async(const typename Traits::Element* gptr, int64_t row_stride,
+                                                int valid_rows, int head_dim, typename Traits::Element* sptr,
+                                                int tid) {
+  constexpr int kHeadDim = Traits::kHeadDim;
+  Tensor g = make_tensor(make_gmem_ptr(gptr), make_layout(make_shape(Int<kRows>{}, Int<kHeadDim>{}),
+                                                          make_stride(row_stride, _1{})));  // (ROWS, HDIM)
+  Tensor s = make_tensor(make_smem_ptr(sptr), SmemLayout{});                                // (ROWS, HDIM)
+  Tensor c = make_identity_tensor(make_shape(Int<kRows>{}, Int<kHeadDim>{}));  // (ROWS, HDIM) -> (row, col)
+  typename Traits::GmemTiledCopyQKV tiled_copy;
+  auto thr_copy = tiled_copy.get_thread_slice(tid);
+  Tensor tg = thr_copy.partition_S(g);  // (CPY, CPY_M, CPY_K)
+  Tensor ts = thr_copy.partition_D(s);  // (CPY, CPY_M, CPY_K)
+  Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
+  if (valid_rows >= kRows && head_dim == kHeadDim) {  // a whole tile: no per-copy predicates
+    copy(tiled_copy, tg, ts);
+    return;
+  }
+  CUTE_UNROLL
+  for (int m = 0; m < size<1>(tg); ++m) {
+    const bool row_ok = static_cast<int>(get<0>(tc(0, m, 0))) < valid_rows;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tg); ++k) {
+      if (row_ok && static_cast<int>(get<1>(tc(0, m, k))) < head_dim) {
+        copy(tiled_copy, tg(_, m, k), ts(_, m, k));
+      } else {
+        clear(ts(_, m, k));
+      }
+    }
+  }
+}
+
 template <typename Traits>
 struct MainloopFwd {
   using Element = typename Traits::Element;
@@ -103,17 +141,18 @@ struct MainloopFwd {
   }
 
   __device__ void load_q() const {
-    load_tile<kBlockM, typename Traits::SmemLayoutQ>(q_ptr, p.q_row_stride, q_rows, smem_q());
+    load_tile_async<Traits, kBlockM, typename Traits::SmemLayoutQ>(q_ptr, p.q_row_stride, q_rows, p.head_dim,
+                                                                   smem_q(), tid);
   }
   __device__ void load_k(int n_block) const {
     const int64_t n0 = int64_t(n_block) * kBlockN;
-    load_tile<kBlockN, typename Traits::SmemLayoutKV>(k_ptr + n0 * p.k_row_stride, p.k_row_stride,
-                                                      k_len - static_cast<int>(n0), smem_k());
+    load_tile_async<Traits, kBlockN, typename Traits::SmemLayoutKV>(
+        k_ptr + n0 * p.k_row_stride, p.k_row_stride, k_len - static_cast<int>(n0), p.head_dim, smem_k(), tid);
   }
   __device__ void load_v(int n_block) const {
     const int64_t n0 = int64_t(n_block) * kBlockN;
-    load_tile<kBlockN, typename Traits::SmemLayoutKV>(v_ptr + n0 * p.v_row_stride, p.v_row_stride,
-                                                      k_len - static_cast<int>(n0), smem_v());
+    load_tile_async<Traits, kBlockN, typename Traits::SmemLayoutKV>(
+        v_ptr + n0 * p.v_row_stride, p.v_row_stride, k_len - static_cast<int>(n0), p.head_dim, smem_v(), tid);
   }
 
   // acc_s: ((2, 2), MMA_M, MMA_N) fp32 fragment of the (BLK_M, BLK_N) tile S = Q·Kᵀ (unscaled).
@@ -149,39 +188,6 @@ struct MainloopFwd {
     gemm_rs(mma, acc_o, tOrP, tOrVt, tOsVt, copy_v, thr_copy_v);
   }
 
- private:
-  // Copies rows [0, valid_rows) x columns [0, head_dim) of a (kRows, HDIM) tile into shared memory
-  // with cp.async (16 bytes per thread per copy); the rest of the tile is zero-filled with plain
-  // stores, so out-of-range addresses are never formed into a load. Zeros (not garbage) matter:
-  // a NaN bit pattern in a padded K column or V row would poison P·V through 0 · NaN.
-  template <int kRows, typename SmemLayout>
-  __device__ void load_tile(const Element* gptr, int64_t row_stride, int valid_rows, Element* sptr) const {
-    Tensor g = make_tensor(make_gmem_ptr(gptr), make_layout(make_shape(Int<kRows>{}, Int<kHeadDim>{}),
-                                                            make_stride(row_stride, _1{})));  // (ROWS, HDIM)
-    Tensor s = make_tensor(make_smem_ptr(sptr), SmemLayout{});                                // (ROWS, HDIM)
-    Tensor c = make_identity_tensor(make_shape(Int<kRows>{}, Int<kHeadDim>{}));  // (ROWS, HDIM) -> (row, col)
-    typename Traits::GmemTiledCopyQKV tiled_copy;
-    auto thr_copy = tiled_copy.get_thread_slice(tid);
-    Tensor tg = thr_copy.partition_S(g);  // (CPY, CPY_M, CPY_K)
-    Tensor ts = thr_copy.partition_D(s);  // (CPY, CPY_M, CPY_K)
-    Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
-    if (valid_rows >= kRows && p.head_dim == kHeadDim) {  // a whole tile: no per-copy predicates
-      copy(tiled_copy, tg, ts);
-      return;
-    }
-    CUTE_UNROLL
-    for (int m = 0; m < size<1>(tg); ++m) {
-      const bool row_ok = get<0>(tc(0, m, 0)) < valid_rows;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tg); ++k) {
-        if (row_ok && get<1>(tc(0, m, k)) < p.head_dim) {
-          copy(tiled_copy, tg(_, m, k), ts(_, m, k));
-        } else {
-          clear(ts(_, m, k));
-        }
-      }
-    }
-  }
 };
 
 }  // namespace sm80

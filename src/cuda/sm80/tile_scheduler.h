@@ -35,6 +35,21 @@ struct FwdTile {
     const int64_t base = varlen ? (k_begin + row) * row_stride : batch * batch_stride + row * row_stride;
     return base + h * head_stride;
   }
+  // Sequence `b`'s lengths and packed offsets: from cu_seqlens (varlen), else the call's lengths.
+  // Both passes' schedulers set the tile's sequence with it.
+  __device__ __forceinline__ void set_sequence(const SeqParams& p, int b) {
+    batch = b;
+    varlen = p.cu_seqlens_q != nullptr;
+    if (varlen) {
+      q_begin = p.cu_seqlens_q[b];
+      q_len = static_cast<int>(p.cu_seqlens_q[b + 1] - q_begin);
+      k_begin = p.cu_seqlens_k[b];
+      k_len = static_cast<int>(p.cu_seqlens_k[b + 1] - k_begin);
+    } else {
+      q_len = p.seqlen_q;
+      k_len = p.seqlen_k;
+    }
+  }
   // LSE entry of row 0 of this (sequence, head): (batch, heads_q, seqlen_q) or (heads_q, total_q).
   __device__ __forceinline__ int64_t lse_offset(int64_t batch_stride, int64_t head_stride) const {
     return varlen ? head * head_stride + q_begin : batch * batch_stride + head * head_stride;
@@ -51,17 +66,7 @@ struct FwdTileScheduler {
     FwdTile t;
     t.m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);
     t.head = static_cast<int>(blockIdx.y);
-    t.batch = static_cast<int>(blockIdx.z);
-    t.varlen = p.cu_seqlens_q != nullptr;
-    if (t.varlen) {
-      t.q_begin = p.cu_seqlens_q[t.batch];
-      t.q_len = static_cast<int>(p.cu_seqlens_q[t.batch + 1] - t.q_begin);
-      t.k_begin = p.cu_seqlens_k[t.batch];
-      t.k_len = static_cast<int>(p.cu_seqlens_k[t.batch + 1] - t.k_begin);
-    } else {
-      t.q_len = p.seqlen_q;
-      t.k_len = p.seqlen_k;
-    }
+    t.set_sequence(p, static_cast<int>(blockIdx.z));
     return t;
   }
 };
