@@ -58,11 +58,11 @@ void check_cover(int threads, const char* what) {
   for (int i = 0; i < kRows * kCols; ++i) ASSERT_EQ(owners[i], 1) << "element " << i;
 }
 
-template <int kHeadDim, typename Element, bool kLarge = false>
+template <int kHeadDim, typename Element, int kTileSet = 0>
 void check_traits() {
-  using T = BwdKernelTraits<kHeadDim, Element, kLarge>;
+  using T = BwdKernelTraits<kHeadDim, Element, kTileSet>;
   constexpr int kM = T::kBlockM, kN = T::kBlockN;
-  SCOPED_TRACE("D " + std::to_string(kHeadDim) + (kLarge ? " large" : " small") + " tile " + std::to_string(kM) +
+  SCOPED_TRACE("D " + std::to_string(kHeadDim) + (kTileSet == 2 ? " hopper" : kTileSet == 1 ? " large" : " small") + " tile " + std::to_string(kM) +
                "x" + std::to_string(kN));
   check_transposed<typename T::SmemLayoutPdS, typename T::SmemLayoutPdSt,
                    typename T::SmemLayoutPdStNoSwizzle>("P/dS");
@@ -106,11 +106,12 @@ void check_all() {
   check_traits<128, Element>();
   check_traits<192, Element>();
   check_traits<256, Element>();
-  check_traits<64, Element, true>();
-  check_traits<96, Element, true>();
-  check_traits<128, Element, true>();
-  check_traits<192, Element, true>();
-  check_traits<256, Element, true>();
+  check_traits<64, Element, 1>();
+  check_traits<96, Element, 1>();
+  check_traits<128, Element, 1>();
+  check_traits<192, Element, 1>();
+  check_traits<256, Element, 1>();
+  check_traits<256, Element, 2>();  // the Hopper set differs at D 256 only
 }
 
 TEST(Sm80BwdLayouts, Bf16) {

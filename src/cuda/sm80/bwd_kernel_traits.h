@@ -33,13 +33,14 @@ using BwdSmemAtom = decltype(composition(
     Swizzle<(kCols % 64 == 0 ? 3 : 2), 3, 3>{},
     Layout<Shape<_8, Int<(kCols % 64 == 0 ? 64 : 32)>>, Stride<Int<(kCols % 64 == 0 ? 64 : 32)>, _1>>{}));
 
-// kLarge: the tile set for GPUs with >= 160 KiB of opt-in shared memory (bwd_tile_size.h).
-template <int kHeadDim_, typename Element_, bool kLarge_ = false>
+// kTileSet (bwd_tile_size.h): 0 = small (<= 99 KiB of shared memory, every GPU from Ampere on),
+// 1 = large (<= 163 KiB: A100, H100), 2 = Hopper (<= 227 KiB: H100, H200; differs at D 256 only).
+template <int kHeadDim_, typename Element_, int kTileSet_ = 0>
 struct BwdKernelTraits {
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using ElementAccum = float;
-  static constexpr bool kLarge = kLarge_;
-  static constexpr BwdTileSize kTile = bwd_tile_size(kHeadDim_, kLarge_);
+  static constexpr int kTileSet = kTileSet_;
+  static constexpr BwdTileSize kTile = bwd_tile_size(kHeadDim_, kTileSet_);
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
@@ -102,8 +103,9 @@ struct BwdKernelTraits {
   static constexpr int kSmemOffsetP = kSmemOffsetV + kSmemKVBytes;
   static constexpr int kSmemOffsetdS = kSmemOffsetP + kSmemPdSBytes;
   static constexpr int kSmemBytes = kSmemOffsetdS + kSmemPdSBytes;
-  static_assert(kSmemBytes <= (kLarge ? 163 : 99) * 1024,
-                "bwd_tile_size.h promises <= 99 KiB (small set) / 163 KiB (large set, A100's limit)");
+  static_assert(kSmemBytes <= (kTileSet == 2 ? 227 : kTileSet == 1 ? 163 : 99) * 1024,
+                "bwd_tile_size.h promises <= 99 KiB (small set) / 163 KiB (large set, A100's limit) / "
+                "227 KiB (Hopper set, H100's limit)");
 
   // ---- Shared -> registers (ldmatrix / ldmatrix.trans), registers -> shared for P and dS (pairs
   // of adjacent columns: 32-bit stores).

@@ -101,20 +101,26 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
   return Status::Ok();
 }
 
-// The tile set: the large one where the device's opt-in shared memory holds it (A100, H100), else
-// the small one (<= 99 KiB: sm_86 / sm_89). One attribute query per call, no synchronization.
+// The tile set (bwd_tile_size.h): the largest whose shared memory the device's opt-in limit holds
+// — Hopper (D 256 only; H100, H200), large (A100, H100), else small (<= 99 KiB: sm_86 / sm_89).
+// One attribute query per call, no synchronization.
 template <DType kDType, int kHeadDim>
 Status run_bwd(const BwdKernelParams& params, void* stream) {
   using Element = typename ElementOf<kDType>::type;
-  using Small = BwdKernelTraits<kHeadDim, Element, false>;
-  using Large = BwdKernelTraits<kHeadDim, Element, true>;
+  using Small = BwdKernelTraits<kHeadDim, Element, 0>;
+  using Large = BwdKernelTraits<kHeadDim, Element, 1>;
+  using Hopper = BwdKernelTraits<kHeadDim, Element, 2>;
   int device = 0, optin = 0;
   FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetDevice(&device), "cudaGetDevice"));
   FLASHLAB_RETURN_IF_ERROR(
       cuda_error(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                  "cudaDeviceGetAttribute"));
   const bool large = optin >= Large::kSmemBytes;
+  const bool hopper = optin >= Hopper::kSmemBytes;
   return FLASHLAB_BOOL_SWITCH(params.dropout_enabled, kDropout, [&] {
+    if constexpr (Hopper::kSmemBytes != Large::kSmemBytes) {  // D 256: the Hopper set differs
+      if (hopper) return launch_bwd<Hopper, kDropout>(params, static_cast<cudaStream_t>(stream));
+    }
     return FLASHLAB_BOOL_SWITCH(large, kLargeTiles, [&] {
       using Traits = std::conditional_t<kLargeTiles, Large, Small>;
       return launch_bwd<Traits, kDropout>(params, static_cast<cudaStream_t>(stream));

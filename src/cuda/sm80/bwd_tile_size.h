@@ -55,8 +55,15 @@ struct BwdTileSize {
 // Measured on the H100 (docs/perf.md), hdim 128 vs SDPA flash: small set 0.36–0.62×, large set
 // 0.57–0.74×. ptxas (sm_90a, bucket 128): the large main kernel spills 68 / 144 bytes without /
 // with dropout (FlashAttention-2's own kernel of this shape spills too).
-constexpr BwdTileSize bwd_tile_size(int head_dim, bool large = false) {
-  if (large) {
+//
+// The Hopper set (`set` 2): GPUs with >= 209 KiB of opt-in shared memory (H100, H200: 227 KiB).
+// It differs from the large set only at D 256: two Q / dO stages (64 × 64, 8 warps, 208 KiB), so
+// the next query block loads while this one computes, as FlashAttention-2 does there (its
+// >= 176 KiB configuration double-buffers Q only). Measured on an H200 (docs/perf.md), hdim 256
+// backward vs SDPA flash: one stage 0.73–0.95×.
+constexpr BwdTileSize bwd_tile_size(int head_dim, int set = 0) {
+  if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2};
+  if (set >= 1) {
     return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4}
            : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
