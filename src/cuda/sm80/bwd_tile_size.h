@@ -41,6 +41,12 @@ struct BwdTileSize {
   int atom_m_sdp;  // warps along block_m in S and dP
   int atom_n_dkv;  // warps along block_n in dK and dV
   int atom_m_dq;   // warps along block_m in dQ
+  // Order of the block's last three products: dQ (and its atomics) before dV and dK, so the
+  // reductions drain under the two products, or after them. Measured on an H200 (2026-11-21, the
+  // issue grid three times, own milliseconds): dQ first is 3 % faster at D 256 (Hopper set) and
+  // 2 % slower at D 128 (0.5 % at D 64), every seqlen and mask alike — so only the D > 192 tiles
+  // take it (the small and large D-256 sets follow the Hopper set's measurement unmeasured).
+  bool dq_first = false;
 };
 
 // The large set (`large`): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
@@ -62,21 +68,21 @@ struct BwdTileSize {
 // >= 176 KiB configuration double-buffers Q only). Measured on an H200 (docs/perf.md), hdim 256
 // backward vs SDPA flash: one stage 0.73–0.95×.
 constexpr BwdTileSize bwd_tile_size(int head_dim, int set = 0) {
-  if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2};
+  if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2, true};
   if (set >= 1) {
     return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4}
            : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 128 ? BwdTileSize{64, 128, 8, 2, 2, 4, 2}
            : head_dim <= 192 ? BwdTileSize{64, 64, 8, 2, 4, 2, 2}
-                             : BwdTileSize{64, 64, 8, 1, 4, 2, 2};
+                             : BwdTileSize{64, 64, 8, 1, 4, 2, 2, true};
   }
   return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
          : head_dim <= 64  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
          : head_dim <= 96  ? BwdTileSize{64, 64, 8, 2, 2, 4, 4}
          : head_dim <= 128 ? BwdTileSize{64, 64, 8, 1, 2, 4, 4}
          : head_dim <= 192 ? BwdTileSize{32, 64, 8, 1, 2, 4, 2}
-                           : BwdTileSize{32, 32, 4, 1, 2, 2, 2};
+                           : BwdTileSize{32, 32, 4, 1, 2, 2, 2, true};
 }
 
 }  // namespace sm80

@@ -9,7 +9,8 @@
 //     P ∘ Z, dS = hook(S, dP, LSE, D)                   BwdScoreHook::p_and_ds (mask, softcap, dropout)
 //     P ∘ Z, dS -> smem                                 (the transposed products read them as A)
 //     dV += (P ∘ Z)ᵀ·dO;  dK += dSᵀ·Q                    MainloopBwd::gemm_dv / gemm_dk
-//     dQ_accum[m] += dS·K                               fp32 atomics (not in deterministic mode)
+//     dQ_accum[m] += dS·K                               fp32 atomics (not in deterministic mode;
+//                                                       before dV, dK where the tile says dq_first)
 //   store dK · scale, dV                                EpilogueDkv (direct, atomic or partial)
 // Barriers per query block: (1) Q(m), dO(m) landed and every warp finished block m − 1 (its reads
 // of P, dS, and of the stage the next load overwrites); (2) P and dS written; with one stage also
@@ -105,16 +106,21 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
       mainloop.store_p_ds(acc_s, acc_dp, /*store_p=*/true);
       __syncthreads();  // (2)
 
-      mainloop.gemm_dv(acc_dv, stage);
-      mainloop.gemm_dk(acc_dk, stage);
-      if (dq_atomic) {
+      // dQ before or after dV and dK (bwd_tile_size.h, dq_first: measured per head-dim bucket):
+      // first, its reductions to global memory drain while dV and dK are computed.
+      auto dq_product = [&]() __attribute__((always_inline)) {
+        if (!dq_atomic) return;
         Tensor acc_dq = partition_fragment_C(typename Traits::TiledMmadQ{},
                                              Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, MMA_D)
         clear(acc_dq);
         mainloop.gemm_dq(acc_dq);
         add_dq_atomic<Traits>(acc_dq, params.grad, tile, dq_accum_batch_stride, params.seq.heads_q,
                               params.in.head_dim, m_block);
-      }
+      };
+      if constexpr (Traits::kTile.dq_first) dq_product();
+      mainloop.gemm_dv(acc_dv, stage);
+      mainloop.gemm_dk(acc_dk, stage);
+      if constexpr (!Traits::kTile.dq_first) dq_product();
       if (kStages == 1 && m_block + 1 < range.m_max) {
         __syncthreads();  // (3)
         mainloop.load_q(m_block + 1, 0);
