@@ -104,7 +104,7 @@ void check_tile(const Case& c) {
 
 void check_all_tiles(const Case& c) {
   check_tile<32, false>(c);   // 128 x 64
-  check_tile<64, false>(c);   // 128 x 128
+  check_tile<64, false>(c);   // 128 x 64
   check_tile<128, true>(c);   // 128 x 32
   check_tile<256, false>(c);  // 64 x 64
 }
@@ -238,7 +238,7 @@ TEST(Sm80Mask, ScoreHookOnGpu) {
       const float softcap = variant & 1 ? 5.0f : 0.0f;
       const bool alibi = variant & 2;
       SCOPED_TRACE("softcap " + std::to_string(softcap) + (alibi ? " alibi" : ""));
-      probe_hook<64>(c, softcap, alibi, 0.125f);   // 128 x 128 tile
+      probe_hook<64>(c, softcap, alibi, 0.125f);   // 128 x 64 tile
       probe_hook<256>(c, softcap, alibi, 0.125f);  // 64 x 64 tile
       probe_hook<128>(c, softcap, alibi, 0.0f);    // scale 0: premultiplied path
       if (HasFatalFailure()) return;
