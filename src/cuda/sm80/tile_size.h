@@ -23,7 +23,8 @@
 //   D 256      64 x 64, 4 warps: O 128, S 32 registers; 128 rows would need 128 KiB of smem.
 //   dropout    (FA2 does the same) block_n halves for D <= 128: the Philox rounds need registers.
 // ptxas -v (CUDA 13.0, sm_80, bf16), spill stores in bytes without / with dropout:
-//   D 32: 16 / 0   D 64: 32 / 0   D 96: 68 / 0   D 128: 60 / 0   D 192: 0 / 0   D 256: 0 / 0
+//   D 32: 16 / 0   D 64: 32 / 0 (then 128 x 128)   D 96: 68 / 0   D 128: 60 / 0   D 192: 0 / 0
+//   D 256: 0 / 0 (before the forward loop split; sm_90a after it: docs/cuda-kernels.md)
 // (sm_90a: docs/cuda-kernels.md; they move by tens of bytes with unrelated edits: ptxas
 // heuristics, not a budget to tune to)
 // FlashAttention-2's own 128 x 64 x 4 hdim-128 kernel reports 172 bytes; whether these few
