@@ -128,15 +128,6 @@ void copy_values(const ft::HostTensor& from, ft::HostTensor& to) {
         for (int64_t d = 0; d < from.dim; ++d) to.set(b, r, h, d, from.get(b, r, h, d));
 }
 
-double max_magnitude(const ft::HostTensor& t) {
-  double m = 0;
-  for (int64_t b = 0; b < t.batch; ++b)
-    for (int64_t r = 0; r < t.rows; ++r)
-      for (int64_t h = 0; h < t.heads; ++h)
-        for (int64_t d = 0; d < t.dim; ++d) m = std::max(m, std::fabs(double(t.get(b, r, h, d))));
-  return m;
-}
-
 // Padding elements (row_pad) must still hold the poison: cpu_flash writes its elements only.
 int64_t padding_written(const ft::HostTensor& t) {
   const int64_t logical = t.heads * t.dim, es = flashlab::dtype_size(t.dtype);
@@ -191,7 +182,7 @@ AbsError abs_error(const ft::HostTensor& got, const ft::HostTensor& want) {
   const AbsError e = abs_error(flash, exact);
   const AbsError b = abs_error(base, exact);
   const double unit =
-      (dtype_floor(flash.dtype) + compute_floor(score_unit)) * std::max(max_magnitude(exact), term);
+      (dtype_floor(flash.dtype) + compute_floor(score_unit)) * std::max(exact.max_abs_value(), term);
   const double tol_max = 2 * b.max_abs + unit, tol_rms = 2 * b.rms + unit / 4;
   const int64_t pad = padding_written(flash);
   if (std::getenv("FLASHLAB_TEST_VERBOSE"))
@@ -223,8 +214,8 @@ double rms_magnitude(const ft::HostTensor& t) {
 TermScales term_scales(const ft::Problem& pb) {
   const ft::ProblemSpec& s = pb.spec;
   const double scale = s.softmax_scale > 0 ? s.softmax_scale : 1.0 / std::sqrt(double(s.head_dim));
-  const double q = max_magnitude(pb.q), k = max_magnitude(pb.k), v = max_magnitude(pb.v);
-  const double dout = max_magnitude(pb.dout);
+  const double q = pb.q.max_abs_value(), k = pb.k.max_abs_value(), v = pb.v.max_abs_value();
+  const double dout = pb.dout.max_abs_value();
   const double score = scale * rms_magnitude(pb.q) * rms_magnitude(pb.k) * std::sqrt(double(s.head_dim));
   return TermScales{v, scale * dout * v * k, scale * dout * v * q, dout, score};
 }
@@ -501,7 +492,7 @@ TEST(SweepSelfCheck, ToleranceCatchesASmallBug) {
     ASSERT_TRUE(run_forward(flash, Impl::kCpuFlash).ok());
     const TermScales term = term_scales(exact);
     ASSERT_TRUE(within_tolerance("out", flash.out, base.out, exact.out, term.out, term.score));
-    const double scale = max_magnitude(exact.out);
+    const double scale = exact.out.max_abs_value();
     flash.out.set(0, 57, 1, 13, flash.out.get(0, 57, 1, 13) + static_cast<float>(0.01 * scale));
     EXPECT_FALSE(within_tolerance("out", flash.out, base.out, exact.out, term.out, term.score))
         << flashlab::to_string(dt);

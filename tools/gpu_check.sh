@@ -97,7 +97,7 @@ if has profile; then
   metrics+=",l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"
   metrics+=",smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum"
   metrics+=",smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_ldsm.sum"
-  metrics+=",lts__t_sectors_op_red.sum,dram__bytes.sum,smsp__warps_issue_stalled_barrier_per_issue_active.ratio"
+  metrics+=",lts__t_sectors_op_red.sum,dram__bytes.sum"
   metrics+=",regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
   shape="--batch 4 --heads 16 --seqlen 4096 --head-dim 128"
   for causal in "" "--causal"; do

@@ -45,6 +45,15 @@ float HostTensor::get(int64_t b, int64_t r, int64_t h, int64_t d) const {
 void HostTensor::set(int64_t b, int64_t r, int64_t h, int64_t d, float v) {
   store_from_float(dtype, bytes.data() + index(b, r, h, d) * dtype_size(dtype), v);
 }
+double HostTensor::max_abs_value() const {
+  double m = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < dim; ++d) m = std::max(m, std::fabs(double(get(b, r, h, d))));
+  return m;
+}
+
 void HostTensor::fill_nan() {
   const int64_t es = dtype_size(dtype);
   const int64_t n = static_cast<int64_t>(bytes.size()) / es;

@@ -59,6 +59,7 @@ struct HostTensor {
   float get(int64_t b, int64_t r, int64_t h, int64_t d) const;
   void set(int64_t b, int64_t r, int64_t h, int64_t d, float v);
   void fill_nan();  // every byte pattern of the buffer, padding included, becomes NaN
+  double max_abs_value() const;  // max |x| over the logical elements (padding excluded)
   TensorRef ref() const { return TensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
   MutTensorRef mut() { return MutTensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
 };

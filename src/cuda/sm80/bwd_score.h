@@ -102,7 +102,7 @@ struct BwdScoreHook {
   // The common case: no softcap, no ALiBi, a key block every row sees whole. Per score one FFMA
   // and one MUFU.EX2 for P, two operations for dS (plus the dropout select when enabled). Kept
   // apart from the general loop above, behind a CTA-uniform branch, so that the general loop's
-  // work is not issued predicated-off here (ncu on the H100: 35% of the issued thread
+  // work is not issued predicated-off here (ncu on an H200: 35% of the issued thread
   // instructions were predicated off and the loop was 2.4x FlashAttention-2's when both lived in
   // one loop).
   template <typename TensorS, typename TensorC, typename Dropout, int kRows>

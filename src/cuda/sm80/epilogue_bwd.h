@@ -99,7 +99,7 @@ struct EpilogueDkv {
 
 // dst[0] += a, dst[1] += b. On sm_90 one red.global.add.v2.f32 (8-byte aligned dst): a warp's
 // instruction then covers 8 rows x 32 full bytes, half the requests and half the L2 sectors of
-// two scalar reductions (ncu on the H100: 268M -> 134M sectors at b4 s4k h16 d128, as
+// two scalar reductions (ncu on an H200: 268M -> 134M sectors at b4 s4k h16 d128, as
 // FlashAttention-2's). Earlier GPUs take two scalar atomics.
 __device__ __forceinline__ void atomic_add_pair(float* dst, float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

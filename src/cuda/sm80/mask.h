@@ -136,7 +136,7 @@ struct ScoreHook {
   // s: (rows, cols) fp32 scores of key block n_block; tScS: the same shape -> (row, col) tile
   // coordinates. kMask: some score of the block may lie outside its row's interval (a template
   // flag, not a runtime one: as a runtime branch nvcc if-converted the ~250 mask instructions and
-  // issued them predicated-off for every block — ncu/SASS on the H100).
+  // issued them predicated-off for every block — ncu/SASS on an H200).
   template <bool kMask, typename TensorS, typename TensorC>
   __device__ void before_softmax(TensorS& s, TensorC const& tScS, int n_block) const {
     const int m0 = t.m_block * kBlockM;
