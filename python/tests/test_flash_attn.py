@@ -140,21 +140,28 @@ def varlen_problem(seed=5, h=4, hk=2, d=32, dtype=torch.float32, device="cpu"):
     return q, k, v, dout, cu_q, cu_k, max(lens_q), max(lens_k)
 
 
-def test_varlen_cpu_matches_each_sequence():
-    q, k, v, dout, cu_q, cu_k, mq, mk = varlen_problem()
-    opts = {"causal": True, "window_size": (6, -1)}
+def varlen_matches_each_sequence(device, dtype, d, opts, rtol, atol):
+    """flash_attn_varlen_func on varlen_problem() against flash_attn_func on each sequence alone:
+    out, lse, dq, dk, dv row by row. Returns the varlen call's lse and s_dmask."""
+    q, k, v, dout, cu_q, cu_k, mq, mk = varlen_problem(d=d, dtype=dtype, device=device)
     (out, lse, s_dmask), (dq, dk, dv) = grads(
         lambda q, k, v: fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, mq, mk, return_attn_probs=True, **opts),
         q, k, v, dout=dout)  # fmt: skip
-    assert s_dmask is None and lse.shape == (q.shape[1], q.shape[0])
     for i in range(len(cu_q) - 1):
-        sq, sk = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        sq, sk = slice(int(cu_q[i]), int(cu_q[i + 1])), slice(int(cu_k[i]), int(cu_k[i + 1]))
         (o, l, _), (gq, gk, gv) = grads(
             lambda q, k, v: fa.flash_attn_func(q, k, v, return_attn_probs=True, **opts),
             q[None, sq], k[None, sk], v[None, sk], dout=dout[None, sq])  # fmt: skip
         for name, got, want in (("out", out[sq], o[0]), ("lse", lse[:, sq], l[0]), ("dq", dq[sq], gq[0]),
                                 ("dk", dk[sk], gk[0]), ("dv", dv[sk], gv[0])):  # fmt: skip
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=lambda m: f"seq {i} {name}: {m}")
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, msg=lambda m: f"seq {i} {name}: {m}")
+    return lse, s_dmask, q
+
+
+def test_varlen_cpu_matches_each_sequence():
+    lse, s_dmask, q = varlen_matches_each_sequence("cpu", torch.float32, 32, {"causal": True, "window_size": (6, -1)},
+                                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert s_dmask is None and lse.shape == (q.shape[1], q.shape[0])
 
 
 def test_varlen_packed_variants_match_varlen_func():
@@ -215,17 +222,7 @@ def test_flash_attn_func_cuda_features_vs_float64(case):
 
 @cuda_only
 def test_varlen_cuda_matches_each_sequence():
-    q, k, v, dout, cu_q, cu_k, mq, mk = varlen_problem(d=64, dtype=torch.bfloat16, device="cuda")
-    opts = {"causal": True, "window_size": (6, -1), "deterministic": True}
-    (out, lse, _), (dq, dk, dv) = grads(
-        lambda q, k, v: fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, mq, mk, return_attn_probs=True, **opts),
-        q, k, v, dout=dout)  # fmt: skip
-    for i in range(len(cu_q) - 1):
-        sq, sk = slice(int(cu_q[i]), int(cu_q[i + 1])), slice(int(cu_k[i]), int(cu_k[i + 1]))
-        (o, l, _), (gq, gk, gv) = grads(
-            lambda q, k, v: fa.flash_attn_func(q, k, v, return_attn_probs=True, **opts),
-            q[None, sq], k[None, sk], v[None, sk], dout=dout[None, sq])  # fmt: skip
-        # The same kernel on the same rows: equal up to the order of GQA's dK/dV sums.
-        for name, got, want in (("out", out[sq], o[0]), ("lse", lse[:, sq], l[0]), ("dq", dq[sq], gq[0]),
-                                ("dk", dk[sk], gk[0]), ("dv", dv[sk], gv[0])):  # fmt: skip
-            torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2, msg=lambda m: f"seq {i} {name}: {m}")
+    # The same kernel on the same rows: equal up to the order of GQA's dK/dV sums.
+    varlen_matches_each_sequence("cuda", torch.bfloat16, 64,
+                                 {"causal": True, "window_size": (6, -1), "deterministic": True},
+                                 rtol=1e-2, atol=1e-2)  # fmt: skip
