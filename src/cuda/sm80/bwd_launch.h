@@ -1,10 +1,10 @@
 // src/cuda/sm80/bwd_launch.h — from BwdKernelParams to the backward's launches on the caller's stream.
 //
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
-//   1. GQA with atomics: cudaMemsetAsync(dk_accum, dv_accum, 0)
-//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O); dq_accum = 0 (atomic mode)
+//   1. cudaMemsetAsync(0): dq_accum's tiles (atomic dQ); GQA with atomics: dk_accum, dv_accum
+//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O)
 //   3. flash_bwd_kernel           dK, dV (and dq_accum += dS·K in atomic mode)
-//   4. deterministic: flash_bwd_dq_kernel (dQ directly); else bwd_convert_dq_kernel
+//   4. deterministic: flash_bwd_dq_kernel (dQ directly); else bwd_convert_dq_kernel (dq_accum -> dQ)
 //   5. GQA: bwd_convert_dkv_kernel
 // No host synchronization and no allocation: grids come from the maximum sequence lengths, CTAs
 // past a varlen sequence return at once, and all scratch is the caller's workspace.
@@ -56,6 +56,13 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
   const SeqParams& seq = params.seq;
   const BwdGradParams& g = params.grad;
 
+  const dim3 grid_tiles_q = FwdTileScheduler::grid(seq, Traits::kBlockM);  // (query blocks, heads_q, batch)
+  if (g.dq_accum != nullptr) {  // the tiles the main kernel adds to (bwd_params.h)
+    const size_t bytes = size_t(grid_tiles_q.z) * grid_tiles_q.x * grid_tiles_q.y * Traits::kBlockM *
+                         Traits::kHeadDim * sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), "cudaMemsetAsync(dq_accum)"));
+  }
   if (g.dkv_mode == DkvMode::kAtomic) {
     const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(params.in.head_dim) * sizeof(float);
     FLASHLAB_RETURN_IF_ERROR(
@@ -79,15 +86,14 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
   }
 
   if (params.deterministic) {
-    const dim3 grid_dq = FwdTileScheduler::grid(seq, Traits::kBlockM);
-    if (nonempty(grid_dq)) {
+    if (nonempty(grid_tiles_q)) {
       auto kernel = &flash_bwd_dq_kernel<Traits, kDropout>;
       FLASHLAB_RETURN_IF_ERROR(allow_smem(kernel, kSmem, Traits::kHeadDim));
-      kernel<<<grid_dq, Traits::kNThreads, kSmem, stream>>>(params);
+      kernel<<<grid_tiles_q, Traits::kNThreads, kSmem, stream>>>(params);
       FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ kernel launch"));
     }
-  } else if (nonempty(grid_rows_q)) {
-    bwd_convert_dq_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(params);
+  } else if (nonempty(grid_tiles_q)) {
+    bwd_convert_dq_kernel<Traits><<<grid_tiles_q, Traits::kNThreads, 0, stream>>>(params);
     FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ conversion kernel launch"));
   }
 

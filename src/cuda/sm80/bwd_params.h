@@ -8,17 +8,21 @@
 // on a 256-byte boundary; rows_q = batch · seqlen_q and rows_k = batch · seqlen_k, the maximum
 // lengths, which bound the packed totals of a varlen batch as well):
 //   dsum      heads_q × rows_q                       D_i = rowsum(dO_i ∘ O_i), preprocess kernel
-//   dq_accum  rows_q × heads_q × head_dim            dQ / scale, fp32 atomics   (not deterministic)
+//   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 atomics   (not deterministic),
+//             × heads_q × bucket(head_dim)           in tiles: see dq_accum_tile_offset() below
 //   dk_accum  rows_k × heads_acc × head_dim          GQA only (kv_group > 1):
 //   dv_accum  rows_k × heads_acc × head_dim            heads_acc = heads_kv (atomics) or
 //                                                      heads_q (deterministic: one slice per query
 //                                                      head, summed in a fixed order afterwards)
-// A row's index in these arrays is its packed row (varlen: cu_seqlens[b] + t) or b · seqlen + t.
+// A row's index in dsum, dk_accum and dv_accum is its packed row (varlen: cu_seqlens[b] + t) or
+// b · seqlen + t.
 #pragma once
 
 #include <cstdint>
 
 #include "cuda/sm80/fwd_params.h"
+#include "cuda/sm80/tile_size.h"  // head_dim_bucket
+#include "flashlab/config.h"      // FLASHLAB_HD
 #include "flashlab/dtype.h"
 #include "flashlab/status.h"
 
@@ -62,7 +66,7 @@ struct BwdGradParams {
   // dQ: (batch, seqlen_q, heads_q, head_dim) in the dtype.
   void* dq = nullptr;
   int64_t dq_batch_stride = 0, dq_row_stride = 0, dq_head_stride = 0;
-  float* dq_accum = nullptr;  // workspace, (rows_q, heads_q, head_dim); null: deterministic mode
+  float* dq_accum = nullptr;  // workspace, tiles (dq_accum_tile_offset); null: deterministic mode
   // dK, dV: (batch, seqlen_k, heads_kv, head_dim) in the dtype.
   void* dk = nullptr;
   void* dv = nullptr;
@@ -87,6 +91,22 @@ struct BwdKernelParams {
   bool deterministic = false;    // dQ by the row-parallel kernel instead of atomics
 };
 
+// ---- dq_accum: one contiguous fp32 tile of block_m × bucket per (sequence b, query block m, head),
+// tile index (b · ceil(seqlen_q / block_m) + m) · heads_q + head, seqlen_q the call's (maximum)
+// length. Inside a tile the values are in the main kernel's *register order*, not row-major:
+// epilogue_bwd.h's dq_accum_index() puts thread t's i-th accumulator value where the threads of a
+// warp write consecutive addresses, so each reduction instruction covers whole 128-byte lines
+// (FlashAttention-2's layout too), and bwd_convert_dq_kernel reads them back the same way. Rows
+// past a sequence's end and columns past head_dim are in the tile (they receive zeros) and are
+// never converted. block_m divides kDqAccumRowAlign, so the tiles fit in the rows reserved below.
+constexpr int kDqAccumRowAlign = 128;
+
+FLASHLAB_HD int64_t dq_accum_tile_offset(int b, int m_block, int head, int seqlen_q, int heads_q, int block_m,
+                                         int bucket) {
+  const int64_t tiles_per_sequence = (seqlen_q + block_m - 1) / block_m;
+  return ((int64_t(b) * tiles_per_sequence + m_block) * heads_q + head) * int64_t(block_m) * bucket;
+}
+
 // ---- Workspace layout (host). Offsets in bytes from the workspace base.
 struct BwdWorkspaceLayout {
   int64_t dsum = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
@@ -107,8 +127,9 @@ inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, 
   w.dsum = at;
   at += bwd_align256(4 * heads_q * rows_q);
   if (!deterministic) {
+    const int64_t rows_padded = batch * ((seqlen_q + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign);
     w.dq_accum = at;
-    at += bwd_align256(4 * rows_q * heads_q * head_dim);
+    at += bwd_align256(4 * rows_padded * heads_q * head_dim_bucket(static_cast<int>(head_dim)));
   }
   if (heads_q != heads_kv) {
     const int64_t heads_acc = deterministic ? heads_q : heads_kv;

@@ -1,13 +1,11 @@
 // src/cuda/sm80/bwd_prepost.h — the small kernels before and after the backward's main kernel.
 //
 //   bwd_preprocess_kernel   D_i = rowsum(dO_i ∘ O_i) in fp32 -> workspace dsum (FlashAttention-2's
-//                           "dot(dO, O)"; O is the forward's output, dropout scaling included), and
-//                           zeroes the dq_accum rows of the same (row, head) when dQ is atomic.
-//   bwd_convert_dq_kernel   dQ = scale · dq_accum -> the dtype output (atomic mode)
+//                           "dot(dO, O)"; O is the forward's output, dropout scaling included).
 //   bwd_convert_dkv_kernel  GQA: dK, dV = the fp32 workspace slices -> the dtype outputs; in
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
-// All three are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
+// Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
 // lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head, sequence);
 // rows past a (varlen) sequence are neither read nor written.
 #pragma once
@@ -73,7 +71,6 @@ __global__ void __launch_bounds__(kPrepostThreads)
   const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int d0 = 8 * lane;
-  const int64_t accum_row = int64_t(params.seq.heads_q) * in.head_dim;
   for (int r = m0 + warp; r < m0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
     float sum = 0.0f;
     if (d0 < in.head_dim) {
@@ -86,49 +83,10 @@ __global__ void __launch_bounds__(kPrepostThreads)
           s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
 #pragma unroll
       for (int i = 0; i < 8; ++i) sum += o.get(i) * d.get(i);
-      if (params.grad.dq_accum != nullptr) {
-        float4* acc = reinterpret_cast<float4*>(
-            params.grad.dq_accum +
-            s.offset(params.seq.seqlen_q * accum_row, accum_row, in.head_dim, r, head) + d0);
-        acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-        acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
     }
     sum = warp_sum(sum);
     if (lane == 0)
       params.rows.dsum[int64_t(head) * params.rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
-  }
-}
-
-template <typename Element>
-__global__ void __launch_bounds__(kPrepostThreads)
-    bwd_convert_dq_kernel(__grid_constant__ const BwdKernelParams params) {
-  const BwdGradParams& g = params.grad;
-  const int hd = params.in.head_dim;
-  const SeqRows s(params.seq.cu_seqlens_q, params.seq.seqlen_q, static_cast<int>(blockIdx.z));
-  const int head = static_cast<int>(blockIdx.y);
-  const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int d0 = 8 * lane;
-  if (d0 >= hd) return;  // no barrier below: idle lanes may leave
-  const int64_t accum_row = int64_t(params.seq.heads_q) * hd;
-  const float scale = params.score.softmax_scale;
-  for (int r = m0 + warp; r < m0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
-    const float4* acc = reinterpret_cast<const float4*>(
-        g.dq_accum + s.offset(params.seq.seqlen_q * accum_row, accum_row, hd, r, head) + d0);
-    const float4 a = acc[0], b = acc[1];
-    Pack8<Element> out;
-    out.set(0, a.x * scale);
-    out.set(1, a.y * scale);
-    out.set(2, a.z * scale);
-    out.set(3, a.w * scale);
-    out.set(4, b.x * scale);
-    out.set(5, b.y * scale);
-    out.set(6, b.z * scale);
-    out.set(7, b.w * scale);
-    *reinterpret_cast<uint4*>(static_cast<Element*>(g.dq) +
-                              s.offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, r, head) + d0) =
-        out.raw;
   }
 }
 

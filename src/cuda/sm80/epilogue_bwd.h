@@ -5,8 +5,9 @@
 //                          kAtomic  -> fp32 atomicAdd into the kv head's workspace slice (GQA)
 //                          kPartial -> fp32 store into the query head's own slice (GQA,
 //                                      deterministic; bwd_prepost.h sums the slices in order)
-//   add_dq_atomic          one query block's dS·K into dq_accum (fp32 red.global.add)
-//   store_dq               the deterministic dQ kernel's dQ · scale -> the dtype output
+//   add_dq_atomic          one query block's dS·K into its dq_accum tile (fp32 red.global.add)
+//   load_dq_accum          the tile back into the same accumulator fragment (conversion kernel)
+//   store_dq               dQ · scale -> the dtype output (deterministic dQ kernel, conversion)
 // Every store is predicated on rows < the sequence length and columns < head_dim. Stores go
 // straight from the accumulator layout (pairs of adjacent columns per thread): they run once per
 // CTA (dK, dV, deterministic dQ), so staging through shared memory for 16-byte stores, as the
@@ -97,51 +98,72 @@ struct EpilogueDkv {
   }
 };
 
-// dst[0] += a, dst[1] += b. On sm_90 one red.global.add.v2.f32 (8-byte aligned dst): a warp's
-// instruction then covers 8 rows x 32 full bytes, half the requests and half the L2 sectors of
-// two scalar reductions (ncu on an H200: 268M -> 134M sectors at b4 s4k h16 d128, as
-// FlashAttention-2's). Earlier GPUs take two scalar atomics.
-__device__ __forceinline__ void atomic_add_pair(float* dst, float a, float b) {
+// dq_accum's order inside a tile (bwd_params.h): thread t's accumulator values i = kVec·c + v go to
+// c · (threads · kVec) + t · kVec + v. A warp's reduction instruction then writes 32 consecutive
+// kVec-vectors: whole 128-byte lines. Written row-major instead (the accumulator's own layout: a
+// thread holds pairs of adjacent columns in 8 rows), each instruction touched 8 lines, and the
+// reductions queued behind each other in the load/store unit (ncu on an H200, b4 s4k h16 d128:
+// "lg_throttle" 0.47 cycles per issued instruction vs FlashAttention-2's 0.01, plus the loop-top
+// stalls of warps whose registers were still waiting to be read by their reductions).
+// sm_90 adds four values per instruction (red.global.add.v4.f32); earlier GPUs one.
+struct DqAccumOrder {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
+  static constexpr int kVec = 4;
 #else
-  atomicAdd(dst, a);
-  atomicAdd(dst + 1, b);
+  static constexpr int kVec = 1;
 #endif
+  template <int kThreads>
+  __device__ __forceinline__ static int index(int i, int tid) {
+    return (i / kVec) * (kThreads * kVec) + tid * kVec + i % kVec;
+  }
+};
+
+template <typename Traits>
+__device__ __forceinline__ float* dq_accum_tile(const BwdGradParams& g, const FwdTile& t, int m_block,
+                                                int seqlen_q, int heads_q) {
+  static_assert(kDqAccumRowAlign % Traits::kBlockM == 0, "the workspace reserves whole tiles");
+  return g.dq_accum +
+         dq_accum_tile_offset(t.batch, m_block, t.head, seqlen_q, heads_q, Traits::kBlockM, Traits::kHeadDim);
 }
 
-// acc_dq: ((2, 2), MMA_M, MMA_D) fp32 of (BLK_M, HDIM), TiledMmadQ: added to dq_accum rows
-// [m0, m0 + BLK_M) of (sequence, head); unscaled (the postprocess multiplies by the scale).
-// Values come in pairs of adjacent columns (mode (0, 0) of the m16n8 accumulator), added with one
-// atomic_add_pair each; a whole tile (every row in the sequence, head_dim = the bucket) runs
-// without per-value predicates. head_dim is a multiple of 8, so a pair is valid or invalid whole,
-// and every pair's address is 8-byte aligned (workspace aligned, even row stride and column).
+// acc_dq: ((2, 2), MMA_M, MMA_D) fp32 of (BLK_M, HDIM), TiledMmadQ: added, unscaled (the
+// conversion multiplies by the scale), to query block m_block's dq_accum tile. No predicates:
+// the tile has room for every row and column, and rows past the sequence / columns past head_dim
+// hold exact zeros (their dS rows and K columns are zero).
 template <typename Traits, typename Acc>
 __device__ __forceinline__ void add_dq_atomic(Acc const& acc_dq, const BwdGradParams& g, const FwdTile& t,
-                                              int64_t accum_batch_stride, int heads_q, int head_dim,
-                                              int m_block) {
-  constexpr int kBlockM = Traits::kBlockM;
-  constexpr int kHeadDim = Traits::kHeadDim;
-  const int64_t m0 = int64_t(m_block) * kBlockM;
-  const int64_t row_stride = int64_t(heads_q) * head_dim;
-  float* dst = g.dq_accum + t.q_offset(accum_batch_stride, row_stride, head_dim, m0, t.head);
-  typename Traits::TiledMmadQ mma;
-  auto thr_mma = mma.get_thread_slice(threadIdx.x);
-  Tensor gdq = make_tensor(make_gmem_ptr(dst), make_layout(Shape<Int<kBlockM>, Int<kHeadDim>>{},
-                                                           make_stride(row_stride, _1{})));  // (BLK_M, HDIM)
-  Tensor c = make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{});  // (BLK_M, HDIM) -> (row, col)
-  Tensor tg = thr_mma.partition_C(gdq);                                  // ((2, 2), MMA_M, MMA_D)
-  Tensor tc = thr_mma.partition_C(c);                                    // ((2, 2), MMA_M, MMA_D)
-  static_assert(decltype(size<0, 0>(tg))::value == 2, "mode (0, 0): a pair of adjacent columns");
-  const int valid_rows = t.q_len - static_cast<int>(m0);
-  if (valid_rows >= kBlockM && head_dim == kHeadDim) {
-    CUTE_UNROLL
-    for (int i = 0; i < size(acc_dq); i += 2) atomic_add_pair(&tg(i), acc_dq(i), acc_dq(i + 1));
-  } else {
-    CUTE_UNROLL
-    for (int i = 0; i < size(acc_dq); i += 2) {
-      if (static_cast<int>(get<0>(tc(i))) < valid_rows && static_cast<int>(get<1>(tc(i))) < head_dim)
-        atomic_add_pair(&tg(i), acc_dq(i), acc_dq(i + 1));
+                                              int seqlen_q, int heads_q, int m_block) {
+  constexpr int kVec = DqAccumOrder::kVec;
+  static_assert(decltype(size(acc_dq))::value % kVec == 0, "whole vectors per thread");
+  float* tile = dq_accum_tile<Traits>(g, t, m_block, seqlen_q, heads_q);
+  const int tid = static_cast<int>(threadIdx.x);
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc_dq); i += kVec) {
+    float* dst = tile + DqAccumOrder::index<Traits::kNThreads>(i, tid);
+    if constexpr (kVec == 4) {
+      atomicAdd(reinterpret_cast<float4*>(dst), make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+    } else {
+      atomicAdd(dst, acc_dq(i));
+    }
+  }
+}
+
+// The inverse read: query block m_block's dq_accum tile -> acc_dq, the same fragment add_dq_atomic
+// took it from (bwd_convert_dq_kernel).
+template <typename Traits, typename Acc>
+__device__ __forceinline__ void load_dq_accum(Acc& acc_dq, const BwdGradParams& g, const FwdTile& t,
+                                              int seqlen_q, int heads_q, int m_block) {
+  constexpr int kVec = DqAccumOrder::kVec;
+  const float* tile = dq_accum_tile<Traits>(g, t, m_block, seqlen_q, heads_q);
+  const int tid = static_cast<int>(threadIdx.x);
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc_dq); i += kVec) {
+    const float* src = tile + DqAccumOrder::index<Traits::kNThreads>(i, tid);
+    if constexpr (kVec == 4) {
+      const float4 v = *reinterpret_cast<const float4*>(src);
+      acc_dq(i) = v.x, acc_dq(i + 1) = v.y, acc_dq(i + 2) = v.z, acc_dq(i + 3) = v.w;
+    } else {
+      acc_dq(i) = *src;
     }
   }
 }

@@ -11,6 +11,7 @@
 //     dV += (P ∘ Z)ᵀ·dO;  dK += dSᵀ·Q                    MainloopBwd::gemm_dv / gemm_dk
 //     dQ_accum[m] += dS·K                               fp32 atomics (not in deterministic mode;
 //                                                       before dV, dK where the tile says dq_first)
+//                                                       into the tile's dq_accum tile, register order
 //   store dK · scale, dV                                EpilogueDkv (direct, atomic or partial)
 // Barriers per query block: (1) Q(m), dO(m) landed and every warp finished block m − 1 (its reads
 // of P, dS, and of the stage the next load overwrites); (2) P and dS written; with one stage also
@@ -70,8 +71,6 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
     const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
     const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     const bool dq_atomic = params.grad.dq_accum != nullptr;
-    const int64_t dq_accum_batch_stride =
-        int64_t(params.seq.seqlen_q) * params.seq.heads_q * params.in.head_dim;
 
     mainloop.load_k(n_block);
     mainloop.load_v(n_block);
@@ -114,8 +113,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
                                              Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, MMA_D)
         clear(acc_dq);
         mainloop.gemm_dq(acc_dq);
-        add_dq_atomic<Traits>(acc_dq, params.grad, tile, dq_accum_batch_stride, params.seq.heads_q,
-                              params.in.head_dim, m_block);
+        add_dq_atomic<Traits>(acc_dq, params.grad, tile, params.seq.seqlen_q, params.seq.heads_q, m_block);
       };
       if constexpr (Traits::kTile.dq_first) dq_product();
       mainloop.gemm_dv(acc_dv, stage);
@@ -186,6 +184,20 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
       __syncthreads();  // (3) every warp done with K(n), dS before they are overwritten
     }
   }
+  store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim);
+}
+
+// dQ = scale · dq_accum -> the dtype output, atomic mode (grid and tile as flash_bwd_dq_kernel's).
+// The tile is read back into the accumulator fragment it was added from (epilogue_bwd.h), so the
+// store is the deterministic kernel's.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kNThreads)
+    bwd_convert_dq_kernel(__grid_constant__ const BwdKernelParams params) {
+  const FwdTile tile = FwdTileScheduler::tile(params.seq);
+  if (tile.m_block * Traits::kBlockM >= tile.q_len) return;  // varlen: past this sequence's end
+  Tensor acc_dq = partition_fragment_C(typename Traits::TiledMmadQ{},
+                                       Shape<Int<Traits::kBlockM>, Int<Traits::kHeadDim>>{});  // ((2, 2), MMA_M, MMA_D)
+  load_dq_accum<Traits>(acc_dq, params.grad, tile, params.seq.seqlen_q, params.seq.heads_q, tile.m_block);
   store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim);
 }
 
