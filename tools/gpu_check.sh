@@ -13,7 +13,8 @@
 #                and racecheck on a small sweep, a checked flashlab bench beside learn_v4
 #     grid       benchmarks/sdpa_grid.py: cuda_sm80 vs PyTorch SDPA flash on the issue-4 grid
 #     profile    ncu on cuda_sm80's kernels and SDPA flash's (FlashAttention-2) at one shape (bf16,
-#                b4 s4096 h16 d128, causal and not): time, instructions, predication, tensor-pipe
+#                b4 s4096 h16 d128, causal and not; PROFILE_SHAPES / PROFILE_CAUSAL change them):
+#                time, instructions, predication, tensor-pipe
 #                use, atomics, spills, stall reasons side by side (tools/ncu_table.py -> ncu_table.md)
 #     sass       ncu source counters of cuda_sm80's forward and backward kernels as per-SASS-line CSV
 #     (GRID_ARGS adds options to the grid, e.g. "--hdims 128 --no-backward")
@@ -99,19 +100,27 @@ if has profile; then
   metrics+=",smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_ldsm.sum"
   metrics+=",lts__t_sectors_op_red.sum,dram__bytes.sum"
   metrics+=",regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
-  shape="--batch 4 --heads 16 --seqlen 4096 --head-dim 128"
-  for causal in "" "--causal"; do
-    tag=full; [ -n "$causal" ] && tag=causal
-    timeout 240 ncu --metrics "$metrics" -k 'regex:flash_(fwd|bwd)|bwd_(preprocess|convert)' -c 8 \
-      "$BIN/flashlab" bench --impl cuda_sm80 $shape $causal --backward --warmup 0 --iters 1 --no-check \
-      --no-sgemm --quiet >"$OUT/ncu_flashlab_$tag.txt" 2>&1
-    note "ncu flashlab $tag rc=$?"
-    timeout 240 ncu --metrics "$metrics" -k 'regex:flash|dot_do_o|convert_dq' -c 8 \
-      python3 benchmarks/sdpa_flash_once.py $shape $causal >"$OUT/ncu_sdpa_$tag.txt" 2>&1
-    note "ncu sdpa flash $tag rc=$?"
+  # PROFILE_SHAPES: ';'-separated shapes (default the one above); PROFILE_CAUSAL: "both", "0", "1".
+  IFS=';' read -ra shapes <<<"${PROFILE_SHAPES:---batch 4 --heads 16 --seqlen 4096 --head-dim 128}"
+  causals=("" "--causal")
+  [ "${PROFILE_CAUSAL:-both}" = 0 ] && causals=("")
+  [ "${PROFILE_CAUSAL:-both}" = 1 ] && causals=("--causal")
+  files=()
+  for shape in "${shapes[@]}"; do
+    stag=$(echo "$shape" | sed -E 's/--batch ([0-9]+) --heads ([0-9]+) --seqlen ([0-9]+) --head-dim ([0-9]+)/b\1h\2s\3d\4/')
+    for causal in "${causals[@]}"; do
+      tag=${stag}_full; [ -n "$causal" ] && tag=${stag}_causal
+      timeout 240 ncu --metrics "$metrics" -k 'regex:flash_(fwd|bwd)|bwd_(preprocess|convert)' -c 8 \
+        "$BIN/flashlab" bench --impl cuda_sm80 $shape $causal --backward --warmup 0 --iters 1 --no-check \
+        --no-sgemm --quiet >"$OUT/ncu_flashlab_$tag.txt" 2>&1
+      note "ncu flashlab $tag rc=$?"
+      timeout 240 ncu --metrics "$metrics" -k 'regex:flash|dot_do_o|convert_dq' -c 8 \
+        python3 benchmarks/sdpa_flash_once.py $shape $causal >"$OUT/ncu_sdpa_$tag.txt" 2>&1
+      note "ncu sdpa flash $tag rc=$?"
+      files+=("$OUT/ncu_flashlab_$tag.txt" "$OUT/ncu_sdpa_$tag.txt")
+    done
   done
-  python3 tools/ncu_table.py "$OUT"/ncu_flashlab_full.txt "$OUT"/ncu_sdpa_full.txt \
-    "$OUT"/ncu_flashlab_causal.txt "$OUT"/ncu_sdpa_causal.txt | tee "$OUT/ncu_table.md"
+  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_table.md"
 fi
 if has sass; then
   # Per-instruction view of flashlab's main forward and backward kernels (b4 s4096 h16 d128, bf16):

@@ -125,6 +125,9 @@ struct BwdKernelTraits {
   using GmemTiledCopyQKV =
       decltype(make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>, Element>{},
                                GmemLayoutAtom{}, Layout<Shape<_1, _8>>{}));
+  // Shared -> global, 16 bytes per thread: dK, dV and dQ leave through shared memory (tile_store.h).
+  using GmemTiledCopyStore = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<cute::uint128_t>, Element>{},
+                                                      GmemLayoutAtom{}, Layout<Shape<_1, _8>>{}));
 
   // Rows of the S / dP accumulators one thread holds (2 per m16 tile it covers).
   static constexpr int kRowsPerThread = 2 * kBlockM / (16 * kTile.atom_m_sdp);

@@ -93,7 +93,8 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
       FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ kernel launch"));
     }
   } else if (nonempty(grid_tiles_q)) {
-    bwd_convert_dq_kernel<Traits><<<grid_tiles_q, Traits::kNThreads, 0, stream>>>(params);
+    static_assert(Traits::kSmemQdOBytes <= 48 * 1024, "the conversion kernel stages one dQ tile");
+    bwd_convert_dq_kernel<Traits><<<grid_tiles_q, Traits::kNThreads, Traits::kSmemQdOBytes, stream>>>(params);
     FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ conversion kernel launch"));
   }
 

@@ -43,7 +43,9 @@ __device__ __forceinline__ float softcap_with_grad(float x, float softcap, float
   return copysignf(softcap * (1.0f - 2.0f * r), x);
 }
 
-template <int kBlockM, int kBlockN>
+// kMaskedSimple (BwdTileSize::masked_simple): masked blocks without softcap and ALiBi take the
+// simple loop too (else the general one).
+template <int kBlockM, int kBlockN, bool kMaskedSimple = true>
 struct BwdScoreHook {
   const ScoreParams& p;
   const FwdTile& t;
@@ -61,8 +63,11 @@ struct BwdScoreHook {
                            bool needs_mask, const float (&lse_log2)[kRows], const float (&dsum)[kRows],
                            Dropout const& dropout) const {
     static_assert(decltype(size<0>(s))::value == kRows, "one LSE and D per accumulator row");
-    if (!needs_mask && slope == 0.0f && !(p.softcap > 0.0f)) {
-      p_and_ds_plain(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
+    if (slope == 0.0f && !(p.softcap > 0.0f) && (kMaskedSimple || !needs_mask)) {
+      if (needs_mask)
+        p_and_ds_simple<true>(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
+      else
+        p_and_ds_simple<false>(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
       return;
     }
     const int m0 = m_block * kBlockM;
@@ -99,26 +104,37 @@ struct BwdScoreHook {
     }
   }
 
-  // The common case: no softcap, no ALiBi, a key block every row sees whole. Per score one FFMA
-  // and one MUFU.EX2 for P, two operations for dS (plus the dropout select when enabled). Kept
-  // apart from the general loop above, behind a CTA-uniform branch, so that the general loop's
-  // work is not issued predicated-off here (ncu on an H200: 35% of the issued thread
-  // instructions were predicated off and the loop was 2.4x FlashAttention-2's when both lived in
-  // one loop).
-  template <typename TensorS, typename TensorC, typename Dropout, int kRows>
-  __device__ void p_and_ds_plain(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
-                                 const float (&lse_log2)[kRows], const float (&dsum)[kRows],
-                                 Dropout const& dropout) const {
+  // The common cases: no softcap and no ALiBi, a key block every row sees whole (kMask false) or
+  // one the mask cuts (kMask: the diagonal blocks of a causal or window mask). Per score one FFMA
+  // and one MUFU.EX2 for P, two operations for dS (plus the dropout select when enabled, plus
+  // two compares with kMask). Kept apart from the general loop above, behind CTA-uniform
+  // branches, so that the general loop's work is not issued predicated-off here (ncu on an
+  // H200: 35 % of the issued thread instructions were predicated off and the loop was 2.4x
+  // FlashAttention-2's when all lived in one loop; on an H100 at b32 h16 s512 d128 causal, where
+  // most blocks are masked, the masked blocks in the general loop made the kernel issue 1.5x
+  // FlashAttention-2's instructions).
+  template <bool kMask, typename TensorS, typename TensorC, typename Dropout, int kRows>
+  __device__ void p_and_ds_simple(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
+                                  const float (&lse_log2)[kRows], const float (&dsum)[kRows],
+                                  Dropout const& dropout) const {
     const int j0 = n_block * kBlockN + static_cast<int>(get<1>(tScS(0, 0)));
     const float keep_scale = dropout.keep_scale();
     const float scale_log2 = p.softmax_scale * kLog2e;
+    RowMask m;
+    if constexpr (kMask) m = sequence_mask(p, t);
     CUTE_UNROLL
     for (int r = 0; r < size<0>(s); ++r) {
       const int row = m_block * kBlockM + static_cast<int>(get<0>(tScS(r, 0)));
       const uint32_t keep = dropout.keep_bits(tScS, row, j0);
+      int lo_rel = 0, hi_rel = kBlockN;
+      if constexpr (kMask) relative_key_bounds(m, row, t.k_len, j0, &lo_rel, &hi_rel);
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
-        const float prob = fast_exp2(fmaf(s(r, c), scale_log2, -lse_log2[r]));
+        float prob = fast_exp2(fmaf(s(r, c), scale_log2, -lse_log2[r]));
+        if constexpr (kMask) {
+          const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
+          if (dj < lo_rel || dj > hi_rel) prob = 0.0f;
+        }
         const bool kept = (keep >> c) & 1u;
         const float dp_z = kept ? dp(r, c) * keep_scale : 0.0f;
         dp(r, c) = prob * (dp_z - dsum[r]);

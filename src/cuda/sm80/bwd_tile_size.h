@@ -47,6 +47,13 @@ struct BwdTileSize {
   // 2 % slower at D 128 (0.5 % at D 64), every seqlen and mask alike — so only the D > 192 tiles
   // take it (the small and large D-256 sets follow the Hopper set's measurement unmeasured).
   bool dq_first = false;
+  // Masked blocks (causal / window diagonal) without softcap and ALiBi: the simple score loop
+  // with the mask compiled in (true), or the general loop (bwd_score.h). Measured on an H200
+  // (2026-11-21, one device call, together with the shared-memory epilogues of tile_store.h):
+  // causal backward 2-33 % faster at hdim 128 and 256 (most at 512-2k tokens). At hdim 64's
+  // 128 x 128 tile the simple loop raised the main kernel's spills (ptxas, sm_90a: 220 -> 244
+  // bytes) and 8k tokens ran 7-13 % slower, so that tile keeps the general loop.
+  bool masked_simple = true;
 };
 
 // The large set (`large`): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
@@ -71,7 +78,7 @@ constexpr BwdTileSize bwd_tile_size(int head_dim, int set = 0) {
   if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2, true};
   if (set >= 1) {
     return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
-           : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4}
+           : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4, false, false}
            : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 128 ? BwdTileSize{64, 128, 8, 2, 2, 4, 2}
            : head_dim <= 192 ? BwdTileSize{64, 64, 8, 2, 4, 2, 2}

@@ -8,10 +8,9 @@
 //   add_dq_atomic          one query block's dS·K into its dq_accum tile (fp32 red.global.add)
 //   load_dq_accum          the tile back into the same accumulator fragment (conversion kernel)
 //   store_dq               dQ · scale -> the dtype output (deterministic dQ kernel, conversion)
-// Every store is predicated on rows < the sequence length and columns < head_dim. Stores go
-// straight from the accumulator layout (pairs of adjacent columns per thread): they run once per
-// CTA (dK, dV, deterministic dQ), so staging through shared memory for 16-byte stores, as the
-// forward's epilogue does, is left to profiling.
+// Every store is predicated on rows < the sequence length and columns < head_dim. The dtype
+// outputs (dK, dV direct; dQ) leave through shared memory in 16-byte stores (tile_store.h); the
+// fp32 GQA slices go straight from the accumulator layout (write_tile).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "cuda/sm80/bwd_params.h"
 #include "cuda/sm80/fragments.h"
 #include "cuda/sm80/tile_scheduler.h"
+#include "cuda/sm80/tile_store.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -64,20 +64,27 @@ struct EpilogueDkv {
 
   // acc_dk, acc_dv: ((2, 2), MMA_N, MMA_D) fp32 of (BLK_N, HDIM), TiledMmadKV. seqlen_k: the
   // call's (maximum) key length, the workspace's rows per sequence for fixed lengths.
+  // smem: the main kernel's shared memory; every thread of the CTA must call this (direct mode
+  // stages dK and dV where K and V were, behind a barrier).
   template <typename Acc>
   __device__ void store(Acc const& acc_dk, Acc const& acc_dv, float softmax_scale, int kv_group,
-                        int seqlen_k) const {
+                        int seqlen_k, char* smem) const {
     using Mma = typename Traits::TiledMmadKV;
     const int64_t n0 = int64_t(n_block) * kBlockN;
     const int rows = t.k_len - static_cast<int>(n0);
     if (g.dkv_mode == DkvMode::kDirect) {
-      auto st = [](Element* dst, float v) { *dst = Element(v); };
       Element* dk = static_cast<Element*>(g.dk) +
                     t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, t.head / kv_group);
       Element* dv = static_cast<Element*>(g.dv) +
                     t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, t.head / kv_group);
-      write_tile<Mma, kBlockN, kHeadDim>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, st);
-      write_tile<Mma, kBlockN, kHeadDim>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, st);
+      __syncthreads();  // every warp is done reading K and V (the last block's products)
+      using Layout = typename Traits::SmemLayoutKV;
+      using Copy = typename Traits::GmemTiledCopyStore;
+      store_tile_through_smem<Mma, Layout, Copy>(acc_dk, softmax_scale,
+                                                 reinterpret_cast<Element*>(smem + Traits::kSmemOffsetK), dk,
+                                                 g.dk_row_stride, rows, head_dim);
+      store_tile_through_smem<Mma, Layout, Copy>(acc_dv, 1.0f, reinterpret_cast<Element*>(smem + Traits::kSmemOffsetV),
+                                                 dv, g.dv_row_stride, rows, head_dim);
       return;
     }
     // Workspace slices: (rows_k, heads_acc, head_dim) fp32, rows as the tensors' (packed) rows.
@@ -168,17 +175,19 @@ __device__ __forceinline__ void load_dq_accum(Acc& acc_dq, const BwdGradParams& 
   }
 }
 
-// The deterministic dQ kernel's result: dQ = scale · acc_dq -> the dtype output.
+// dQ = scale · acc_dq -> the dtype output (deterministic dQ kernel, conversion kernel), staged in
+// smem (one Q tile's worth that no thread still reads). Every thread of the CTA must call this.
 template <typename Traits, typename Acc>
 __device__ __forceinline__ void store_dq(Acc const& acc_dq, const BwdGradParams& g, const FwdTile& t,
-                                         float softmax_scale, int head_dim) {
+                                         float softmax_scale, int head_dim, char* smem) {
   using Element = typename Traits::Element;
   const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
   Element* dst = static_cast<Element*>(g.dq) +
                  t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
-  auto st = [](Element* p, float v) { *p = Element(v); };
-  write_tile<typename Traits::TiledMmadQ, Traits::kBlockM, Traits::kHeadDim>(
-      acc_dq, softmax_scale, dst, g.dq_row_stride, t.q_len - static_cast<int>(m0), head_dim, st);
+  store_tile_through_smem<typename Traits::TiledMmadQ, typename Traits::SmemLayoutQdO,
+                          typename Traits::GmemTiledCopyStore>(acc_dq, softmax_scale, reinterpret_cast<Element*>(smem),
+                                                               dst, g.dq_row_stride, t.q_len - static_cast<int>(m0),
+                                                               head_dim);
 }
 
 }  // namespace sm80

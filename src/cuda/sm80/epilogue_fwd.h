@@ -1,9 +1,7 @@
 // src/cuda/sm80/epilogue_fwd.h — write O (the CTA's normalized accumulator) and LSE.
 //
-// O goes registers -> shared -> global: the accumulator layout gives a thread pairs of adjacent
-// columns on 8 scattered rows, so it is first stored into shared memory (the swizzled Q layout: Q is
-// no longer needed) and read back in 16-byte row segments, which become coalesced 16-byte global
-// stores. Rows past the sequence and columns past head_dim are not written. LSE is written by the
+// O goes registers -> shared -> global (tile_store.h: coalesced 16-byte stores), staged where Q
+// was. Rows past the sequence and columns past head_dim are not written. LSE is written by the
 // first thread of each quad (all four hold the same rows).
 #pragma once
 
@@ -14,6 +12,7 @@
 #include "cuda/sm80/fragments.h"
 #include "cuda/sm80/fwd_params.h"
 #include "cuda/sm80/tile_scheduler.h"
+#include "cuda/sm80/tile_store.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -61,37 +60,9 @@ struct EpilogueFwd {
       }
     }
 
-    // ---- O: registers -> shared (16-bit, swizzled like Q).
-    Tensor rO = convert_fragment<Element>(acc_o);  // ((2, 2), MMA_M, HDIM / 8)
-    Tensor sO = make_tensor(make_smem_ptr(reinterpret_cast<Element*>(smem)),
-                            typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
-    auto copy_r2s = make_tiled_copy_C(typename Traits::SmemCopyAtomO{}, mma);
-    auto thr_r2s = copy_r2s.get_thread_slice(tid);
-    Tensor taccOrO = thr_r2s.retile_S(rO);     // (CPY, CPY_M, CPY_N)
-    Tensor taccOsO = thr_r2s.partition_D(sO);  // (CPY, CPY_M, CPY_N)
-    copy(copy_r2s, taccOrO, taccOsO);
-    __syncthreads();  // the 16-byte segments below mix rows written by different warps
-
-    // ---- O: shared -> registers (16-byte segments) -> global, predicated on rows and columns.
-    Tensor gO =
-        make_tensor(make_gmem_ptr(o_ptr), make_layout(make_shape(Int<kBlockM>{}, Int<kHeadDim>{}),
-                                                      make_stride(o_row_stride, _1{})));  // (BLK_M, HDIM)
-    typename Traits::GmemTiledCopyO copy_s2g;
-    auto thr_s2g = copy_s2g.get_thread_slice(tid);
-    Tensor tOsO = thr_s2g.partition_S(sO);            // (CPY, CPY_M, CPY_K)
-    Tensor tOgO = thr_s2g.partition_D(gO);            // (CPY, CPY_M, CPY_K)
-    Tensor tOrO = make_tensor<Element>(shape(tOgO));  // (CPY, CPY_M, CPY_K)
-    copy(copy_s2g, tOsO, tOrO);
-    Tensor tOcOg = thr_s2g.partition_D(cO);  // (CPY, CPY_M, CPY_K) -> (row, col)
-    CUTE_UNROLL
-    for (int m = 0; m < size<1>(tOgO); ++m) {
-      if (get<0>(tOcOg(0, m, 0)) < q_rows) {
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tOgO); ++k) {
-          if (get<1>(tOcOg(0, m, k)) < head_dim) copy(copy_s2g, tOrO(_, m, k), tOgO(_, m, k));
-        }
-      }
-    }
+    // ---- O: through shared memory (the swizzled Q layout: Q is no longer needed).
+    store_tile_through_smem<typename Traits::TiledMma, typename Traits::SmemLayoutO, typename Traits::GmemTiledCopyO>(
+        acc_o, 1.0f, reinterpret_cast<Element*>(smem), o_ptr, o_row_stride, q_rows, head_dim);
   }
 };
 

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   const QueryBlockRange<kBlockM, kBlockN> range(params.score, tile, n_block);
   if (!range.empty()) {  // else no row sees these keys: dK = dV = 0 below
     const MainloopBwd<Traits> mainloop(params.in, params.rows, params.seq, tile, smem);
-    const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
+    const BwdScoreHook<kBlockM, kBlockN, Traits::kTile.masked_simple> hook(params.score, tile);
     const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     const bool dq_atomic = params.grad.dq_accum != nullptr;
 
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   }
 
   const EpilogueDkv<Traits> epilogue(params.grad, tile, n_block, params.in.head_dim);
-  epilogue.store(acc_dk, acc_dv, params.score.softmax_scale, params.in.kv_group, params.seq.seqlen_k);
+  epilogue.store(acc_dk, acc_dv, params.score.softmax_scale, params.in.kv_group, params.seq.seqlen_k, smem);
 }
 
 template <typename Traits, bool kDropout>
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
   const KeyBlockRange<kBlockM, kBlockN> range(params.score, tile);
   if (!range.empty()) {  // else no row sees a key: dQ = 0
     const MainloopBwd<Traits> mainloop(params.in, params.rows, params.seq, tile, smem);
-    const BwdScoreHook<kBlockM, kBlockN> hook(params.score, tile);
+    const BwdScoreHook<kBlockM, kBlockN, Traits::kTile.masked_simple> hook(params.score, tile);
     const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
     float lse_log2[Traits::kRowsPerThread], dsum[Traits::kRowsPerThread];
     mainloop.load_row_stats(tScS, tile.m_block, lse_log2, dsum);
@@ -184,21 +184,22 @@ __global__ void __launch_bounds__(Traits::kNThreads, 1)
       __syncthreads();  // (3) every warp done with K(n), dS before they are overwritten
     }
   }
-  store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim);
+  store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim, smem);
 }
 
 // dQ = scale · dq_accum -> the dtype output, atomic mode (grid and tile as flash_bwd_dq_kernel's).
 // The tile is read back into the accumulator fragment it was added from (epilogue_bwd.h), so the
-// store is the deterministic kernel's.
+// store is the deterministic kernel's (through shared memory, 16-byte stores).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kNThreads)
     bwd_convert_dq_kernel(__grid_constant__ const BwdKernelParams params) {
+  extern __shared__ __align__(128) char smem[];  // one (BLK_M, HDIM) tile, Traits::kSmemQdOBytes
   const FwdTile tile = FwdTileScheduler::tile(params.seq);
   if (tile.m_block * Traits::kBlockM >= tile.q_len) return;  // varlen: past this sequence's end
   Tensor acc_dq = partition_fragment_C(typename Traits::TiledMmadQ{},
                                        Shape<Int<Traits::kBlockM>, Int<Traits::kHeadDim>>{});  // ((2, 2), MMA_M, MMA_D)
   load_dq_accum<Traits>(acc_dq, params.grad, tile, params.seq.seqlen_q, params.seq.heads_q, tile.m_block);
-  store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim);
+  store_dq<Traits>(acc_dq, params.grad, tile, params.score.softmax_scale, params.in.head_dim, smem);
 }
 
 }  // namespace sm80

@@ -69,9 +69,6 @@ struct FwdKernelTraits {
   // way, which ldmatrix.trans does for free.
   using SmemCopyAtom = Copy_Atom<SM75_U32x4_LDSM_N, Element>;
   using SmemCopyAtomTransposed = Copy_Atom<SM75_U16x8_LDSM_T, Element>;
-  // Registers -> shared for O: the accumulator layout has pairs of adjacent columns, so CuTe
-  // vectorizes these stores to 32 bits.
-  using SmemCopyAtomO = Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<128>, Element>;
 
   // ---- Global <-> shared: 16 bytes (8 elements) per thread per copy; kGmemThreadsPerRow threads
   // cover one kBlockKSmem-wide row segment, the rest of the CTA covers further rows.
