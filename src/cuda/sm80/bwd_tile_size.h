@@ -59,7 +59,9 @@ struct BwdTileSize {
 // The large set (`large`): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
 // H100 (227 KiB); run_bwd() asks the device. FlashAttention-2's sm80 configurations:
 //   D 32   as the small set (64 × 128 already, 64 KiB)
-//   D 64   128 × 128, 8 warps, 2 stages  160 KiB. S + dP 128, dK + dV 64 registers.
+//   D 64   128 × 128, 8 warps, 2 stages  160 KiB. S + dP 128, dK + dV 64 registers. S / dP warps
+//          4 × 2 (FA2: 2 × 4): 1-2 % faster on an H200 (A/B, 2026-11-21); 128 × 64 tiles were
+//          25-35 % slower; 64 × 128 3-7 % slower (H100, before the dq_accum tiles).
 //   D 96   64 × 128,  8 warps, 2 stages  128 KiB.
 //   D 128  64 × 128,  8 warps, 2 stages  160 KiB. Twice the keys per CTA of the small set: half
 //          the Q / dO reloads and dQ atomics per key; dK + dV 128, S + dP 64 registers.
@@ -78,7 +80,7 @@ constexpr BwdTileSize bwd_tile_size(int head_dim, int set = 0) {
   if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2, true};
   if (set >= 1) {
     return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
-           : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 2, 4, 4, false, false}
+           : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 4, 4, 4, false, false}
            : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 128 ? BwdTileSize{64, 128, 8, 2, 2, 4, 2}
            : head_dim <= 192 ? BwdTileSize{64, 64, 8, 2, 4, 2, 2}
