@@ -11,6 +11,8 @@
 #   HEAD_DIMS="64;128;256" DTYPES=bf16 bash tools/device_rebuild.sh     (defaults: every bucket, both)
 #   ARCHS="80;90a" (default 90a) compiles for more GPUs; BUILD_DIR (default /tmp/flashlab-rebuild)
 #   set to a fresh folder times a build from scratch (the build-time figures in docs/perf.md).
+#   DEST=/some/dir puts the library there instead of build-carry (tools/device_ab.sh's variants);
+#   CUDAFLAGS (read by CMake when BUILD_DIR is new) adds defines, e.g. -DFLASHLAB_EXP_X.
 # Buckets not built are reported by the library as "not compiled into this build" (tests skip them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +33,10 @@ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DFLASHLAB_CUDA=ON "-DFLASHLAB_CUD
   { tail -20 "$B.log"; exit 1; }
 cmake --build "$B" -j"$(nproc)" --target flashlab >>"$B.log" 2>&1 ||
   { grep -E "error" "$B.log" | head -20; exit 1; }
-cp -L "$B/libflashlab.so" build-carry/lib/libflashlab.so
-cp -L "$B/libflashlab.so" build-carry/bin/libflashlab.so 2>/dev/null || true
-echo "device_rebuild: libflashlab.so (head dims $HEAD_DIMS; dtypes $DTYPES; archs $ARCHS; $(nproc) jobs) in $(($(date +%s) - t0)) s"
+if [ -n "${DEST:-}" ]; then
+  mkdir -p "$DEST" && cp -L "$B/libflashlab.so" "$DEST/libflashlab.so"
+else
+  cp -L "$B/libflashlab.so" build-carry/lib/libflashlab.so
+  cp -L "$B/libflashlab.so" build-carry/bin/libflashlab.so 2>/dev/null || true
+fi
+echo "device_rebuild: libflashlab.so (head dims $HEAD_DIMS; dtypes $DTYPES; archs $ARCHS; $(nproc) jobs) in $(($(date +%s) - t0)) s -> ${DEST:-build-carry}"
