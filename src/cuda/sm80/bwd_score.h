@@ -111,8 +111,8 @@ struct BwdScoreHook {
   // branches, so that the general loop's work is not issued predicated-off here (ncu on an
   // H200: 35 % of the issued thread instructions were predicated off and the loop was 2.4x
   // FlashAttention-2's when all lived in one loop; on an H100 at b32 h16 s512 d128 causal, where
-  // most blocks are masked, the masked blocks in the general loop made the kernel issue 1.5x
-  // FlashAttention-2's instructions).
+  // most blocks are masked, the kernel issued 1.5x FlashAttention-2's instructions while the
+  // masked blocks took the general loop).
   template <bool kMask, typename TensorS, typename TensorC, typename Dropout, int kRows>
   __device__ void p_and_ds_simple(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
                                   const float (&lse_log2)[kRows], const float (&dsum)[kRows],

@@ -11,7 +11,8 @@
 //     dV += (P ∘ Z)ᵀ·dO;  dK += dSᵀ·Q                    MainloopBwd::gemm_dv / gemm_dk
 //     dQ_accum[m] += dS·K                               fp32 atomics (not in deterministic mode;
 //                                                       before dV, dK where the tile says dq_first)
-//                                                       into the tile's dq_accum tile, register order
+//                                                       into query block m's dq_accum tile,
+//                                                       in register order (epilogue_bwd.h)
 //   store dK · scale, dV                                EpilogueDkv (direct, atomic or partial)
 // Barriers per query block: (1) Q(m), dO(m) landed and every warp finished block m − 1 (its reads
 // of P, dS, and of the stage the next load overwrites); (2) P and dS written; with one stage also
