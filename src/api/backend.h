@@ -1,4 +1,5 @@
-// src/api/backend.h — the functions each backend exports to the dispatcher.
+// src/api/backend.h — the functions each backend exports to the dispatcher (the rows of kBackends
+// in dispatch.cpp).
 //
 // The dispatcher (dispatch.cpp) has already validated the params with the generic rules
 // (validate.cpp) and the backend's own limits, and resolved defaults: softmax_scale is finite,
@@ -29,8 +30,8 @@ Status learn_backward(int version, const BwdParams& p);
 #endif
 
 #if defined(FLASHLAB_WITH_CUDA_SM80)
-// Production CuTe kernels for sm80 and later, src/cuda/sm80/ (api_sm80.cpp). Not yet verified on
-// a GPU, so reachable only by an explicit Impl::kCudaSm80. The backward takes all its scratch from
+// Production CuTe kernels for sm80 and later, src/cuda/sm80/ (api_sm80.cpp): verified on the H100
+// and the first choice of kAuto for CUDA calls. The backward takes all its scratch from
 // p.workspace: sm80_backward_workspace_size() says how much (p.softmax_scale need not be resolved).
 Status sm80_supports(const AttentionConfig& c, bool backward);
 Status sm80_forward(const FwdParams& p);

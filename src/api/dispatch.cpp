@@ -3,12 +3,16 @@
 //   attention_forward(p)
 //     -> validate_forward_generic(p)        generic rules (validate.cpp)
 //     -> resolve kAuto to a concrete impl   (first available backend in kBackends that supports p;
-//                                            kExperimentalBackends are reachable only by name)
+//                                            rows marked experimental are reachable only by name)
 //     -> backend.supports(p)                the implementation's own limits
 //     -> fill defaults (softmax_scale)      backends always see a finite scale
 //     -> backend.forward(p)                 exceptions become Status; nothing escapes
 //
-// A new backend is one row of kBackends (and its functions in backend.h).
+// One table, kBackends, holds every implementation built: its device, description, capability
+// check (with the refusal message), forward / backward entry points and workspace sizes. Listing,
+// kAuto and the workspace queries derive from it; names come from kImplNames (parse_impl and
+// to_string read only that). A new backend is its Impl value, a kImplNames entry, one kBackends row
+// and its functions in backend.h (docs/architecture.md, "Adding an implementation").
 #include <cmath>
 #include <new>
 #include <sstream>
@@ -25,20 +29,39 @@ namespace {
 using SupportsFn = Status (*)(const AttentionConfig&, bool backward, const char* name);
 using FwdFn = Status (*)(const FwdParams&);
 using BwdFn = Status (*)(const BwdParams&);
+using FwdWorkspaceFn = Status (*)(const FwdParams&, int64_t* bytes);
+using BwdWorkspaceFn = Status (*)(const BwdParams&, int64_t* bytes);
+
+// Every Impl and its name (also for implementations this build does not compile).
+struct ImplName {
+  Impl impl;
+  const char* name;
+};
+constexpr ImplName kImplNames[] = {
+    {Impl::kAuto, "auto"},          {Impl::kReference, "reference"}, {Impl::kCpuFlash, "cpu_flash"},
+    {Impl::kLearnV0, "learn_v0"},   {Impl::kLearnV1, "learn_v1"},    {Impl::kLearnV2, "learn_v2"},
+    {Impl::kLearnV3, "learn_v3"},   {Impl::kLearnV4, "learn_v4"},    {Impl::kCudaSm80, "cuda_sm80"},
+    {Impl::kCudaSm90, "cuda_sm90"},
+};
 
 struct Backend {
   Impl impl;
-  const char* name;
   Device device;
   const char* description;
-  SupportsFn supports;
+  SupportsFn supports;  // Ok, or kUnsupported saying which limit the call breaks
   FwdFn forward;
   BwdFn backward;
+  FwdWorkspaceFn forward_workspace;   // null: needs no caller workspace
+  BwdWorkspaceFn backward_workspace;  // null: needs no caller workspace
+  // Not yet verified on a GPU against the reference: runs only when named, never chosen by kAuto.
+  bool experimental = false;
+  const char* name() const { return to_string(impl); }
 };
 
 Status cpu_supports(const AttentionConfig& c, bool, const char* name) {
   if (c.device != Device::kCPU)
-    return Status::Unsupported(std::string("impl ") + name + " runs on the cpu, but device is " + to_string(c.device));
+    return Status::Unsupported(std::string("impl ") + name + " runs on the cpu, but device is " +
+                               to_string(c.device));
   if (c.head_dim > kCpuMaxHeadDim)
     return unsupported_value("head_dim", c.head_dim, name, "1.." + std::to_string(kCpuMaxHeadDim));
   return Status::Ok();
@@ -48,17 +71,24 @@ Status cpu_supports(const AttentionConfig& c, bool, const char* name) {
 template <int V>
 Status learn_supports_v(const AttentionConfig& c, bool backward, const char* name) {
   if (c.device != Device::kCUDA)
-    return Status::Unsupported(std::string("impl ") + name + " runs on cuda, but device is " + to_string(c.device));
+    return Status::Unsupported(std::string("impl ") + name + " runs on cuda, but device is " +
+                               to_string(c.device));
   return learn_supports(V, c, backward);
 }
 template <int V>
-Status learn_fwd_v(const FwdParams& p) { return learn_forward(V, p); }
+Status learn_fwd_v(const FwdParams& p) {
+  return learn_forward(V, p);
+}
 template <int V>
-Status learn_bwd_v(const BwdParams& p) { return learn_backward(V, p); }
+Status learn_bwd_v(const BwdParams& p) {
+  return learn_backward(V, p);
+}
 #endif
 
 #if defined(FLASHLAB_WITH_CUDA_SM80)
-Status sm80_supports_named(const AttentionConfig& c, bool backward, const char*) { return sm80_supports(c, backward); }
+Status sm80_supports_named(const AttentionConfig& c, bool backward, const char*) {
+  return sm80_supports(c, backward);
+}
 #endif
 
 // Order matters for kAuto: the first available row that supports the call wins, so the fastest
@@ -67,43 +97,35 @@ const Backend kBackends[] = {
 #if defined(FLASHLAB_WITH_CUDA_SM80)
     // The production path: verified on the H100 (GPU sweeps of 1000 forward and 1000 backward
     // configurations, compute-sanitizer clean), every feature, caller-provided workspace only.
-    // learn_v4 is faster at head dims 64/128 today (docs/perf.md) but allocates inside its
-    // backward and supports fewer features, so it runs only when named or where cuda_sm80 cannot.
-    {Impl::kCudaSm80, "cuda_sm80", Device::kCUDA, "production CuTe kernels for sm80 and later (FlashAttention-2)",
-     sm80_supports_named, sm80_forward, sm80_backward},
+    {Impl::kCudaSm80, Device::kCUDA, "production CuTe kernels for sm80 and later (FlashAttention-2)",
+     sm80_supports_named, sm80_forward, sm80_backward, nullptr, sm80_backward_workspace_size},
 #endif
 #if defined(FLASHLAB_WITH_CUDA)
-    {Impl::kLearnV4, "learn_v4", Device::kCUDA, "learning path v4: pipelined tensor cores (cp.async, swizzle)",
-     learn_supports_v<4>, learn_fwd_v<4>, learn_bwd_v<4>},
-    {Impl::kLearnV3, "learn_v3", Device::kCUDA, "learning path v3: tensor cores (mma.sync, ldmatrix)",
-     learn_supports_v<3>, learn_fwd_v<3>, learn_bwd_v<3>},
-    {Impl::kLearnV2, "learn_v2", Device::kCUDA, "learning path v2: FlashAttention-2 loop order, scalar",
-     learn_supports_v<2>, learn_fwd_v<2>, learn_bwd_v<2>},
-    {Impl::kLearnV1, "learn_v1", Device::kCUDA, "learning path v1: FlashAttention-1, scalar",
-     learn_supports_v<1>, learn_fwd_v<1>, learn_bwd_v<1>},
-    {Impl::kLearnV0, "learn_v0", Device::kCUDA, "learning path v0: standard attention (cuBLAS + softmax)",
-     learn_supports_v<0>, learn_fwd_v<0>, learn_bwd_v<0>},
+    // The learning kernels allocate their own backward scratch: no caller workspace.
+    {Impl::kLearnV4, Device::kCUDA, "learning path v4: pipelined tensor cores (cp.async, swizzle)",
+     learn_supports_v<4>, learn_fwd_v<4>, learn_bwd_v<4>, nullptr, nullptr},
+    {Impl::kLearnV3, Device::kCUDA, "learning path v3: tensor cores (mma.sync, ldmatrix)",
+     learn_supports_v<3>, learn_fwd_v<3>, learn_bwd_v<3>, nullptr, nullptr},
+    {Impl::kLearnV2, Device::kCUDA, "learning path v2: FlashAttention-2 loop order, scalar",
+     learn_supports_v<2>, learn_fwd_v<2>, learn_bwd_v<2>, nullptr, nullptr},
+    {Impl::kLearnV1, Device::kCUDA, "learning path v1: FlashAttention-1, scalar", learn_supports_v<1>,
+     learn_fwd_v<1>, learn_bwd_v<1>, nullptr, nullptr},
+    {Impl::kLearnV0, Device::kCUDA, "learning path v0: standard attention (cuBLAS + softmax)",
+     learn_supports_v<0>, learn_fwd_v<0>, learn_bwd_v<0>, nullptr, nullptr},
 #endif
-    {Impl::kCpuFlash, "cpu_flash", Device::kCPU, "CPU FlashAttention-2: tiled, online softmax, OpenMP",
-     cpu_supports, cpu_flash_forward, cpu_flash_backward},
-    {Impl::kReference, "reference", Device::kCPU, "CPU float64 reference: materializes S and P (the oracle)",
-     cpu_supports, reference_forward, reference_backward},
+    {Impl::kCpuFlash, Device::kCPU, "CPU FlashAttention-2: tiled, online softmax, OpenMP", cpu_supports,
+     cpu_flash_forward, cpu_flash_backward, nullptr, nullptr},
+    {Impl::kReference, Device::kCPU, "CPU float64 reference: materializes S and P (the oracle)", cpu_supports,
+     reference_forward, reference_backward, nullptr, nullptr},
 };
 
-// Implementations not yet verified on a GPU: reachable by an explicit impl, never chosen by kAuto.
-// A row moves up into kBackends once a GPU run has validated it against the reference.
-const Backend kExperimentalBackends[] = {
-    // Keeps the array non-empty in builds without experimental rows (never matches a real impl).
-    {Impl::kAuto, "", Device::kCPU, "", nullptr, nullptr, nullptr},
-};
-
-bool available(const Backend& b) { return b.device == Device::kCPU || cuda_device_count() > 0; }
+bool available(const Backend& b) {
+  return b.device == Device::kCPU || cuda_device_count() > 0;
+}
 
 const Backend* find_backend(Impl impl) {
   for (const Backend& b : kBackends)
     if (b.impl == impl) return &b;
-  for (const Backend& b : kExperimentalBackends)
-    if (b.impl == impl && b.supports != nullptr) return &b;
   return nullptr;
 }
 
@@ -112,8 +134,8 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out) {
   if (c.impl == Impl::kAuto) {
     Status first_error;
     for (const Backend& b : kBackends) {
-      if (b.device != c.device || !available(b)) continue;
-      Status st = b.supports(c, backward, b.name);
+      if (b.device != c.device || b.experimental || !available(b)) continue;
+      Status st = b.supports(c, backward, b.name());
       if (st.ok()) {
         *out = &b;
         return st;
@@ -121,14 +143,16 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out) {
       if (first_error.ok()) first_error = st;
     }
     if (!first_error.ok()) return first_error;
-    return Status::Unsupported(std::string("impl auto: no implementation available for device ") + to_string(c.device));
+    return Status::Unsupported(std::string("impl auto: no implementation available for device ") +
+                               to_string(c.device));
   }
   const Backend* b = find_backend(c.impl);
   if (b == nullptr) {
     return Status::Unsupported(std::string("impl ") + to_string(c.impl) + " is not compiled into this build");
   }
-  if (!available(*b)) return Status::Unsupported(std::string("impl ") + b->name + ": no CUDA device is available");
-  FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name));
+  if (!available(*b))
+    return Status::Unsupported(std::string("impl ") + b->name() + ": no CUDA device is available");
+  FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name()));
   *out = b;
   return Status::Ok();
 }
@@ -186,24 +210,22 @@ Status attention_backward(const BwdParams& params) {
   return detail::run_guarded(b->backward, p);
 }
 
+// The selected implementation's requirement, from its row (null: none; cuda_sm80 takes all its
+// backward scratch from the caller: dQ accumulators, D = rowsum(dO ∘ O), GQA dK/dV slices).
 Status forward_workspace_size(const FwdParams& p, int64_t* bytes) {
-  FLASHLAB_RETURN_IF_ERROR(validate_forward(p));
-  *bytes = 0;  // no backend needs caller-provided workspace yet
-  return Status::Ok();
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_forward_generic(p));
+  const detail::Backend* b = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(detail::select(p, false, &b));
+  *bytes = 0;
+  return b->forward_workspace ? b->forward_workspace(p, bytes) : Status::Ok();
 }
 
-// The selected implementation's requirement: cuda_sm80 takes all its backward scratch from the
-// caller (dQ accumulators, D = rowsum(dO ∘ O), GQA dK/dV slices); the learning kernels allocate
-// their own and the CPU backends need none, so they report 0.
 Status backward_workspace_size(const BwdParams& p, int64_t* bytes) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(p));
   const detail::Backend* b = nullptr;
   FLASHLAB_RETURN_IF_ERROR(detail::select(p, true, &b));
   *bytes = 0;
-#if defined(FLASHLAB_WITH_CUDA_SM80)
-  if (b->impl == Impl::kCudaSm80) return detail::sm80_backward_workspace_size(p, bytes);
-#endif
-  return Status::Ok();
+  return b->backward_workspace ? b->backward_workspace(p, bytes) : Status::Ok();
 }
 
 Status resolve_impl(const AttentionConfig& c, Impl* out) {
@@ -217,51 +239,43 @@ Status resolve_impl(const AttentionConfig& c, Impl* out) {
 std::vector<ImplInfo> list_implementations() {
   std::vector<ImplInfo> v;
   for (const detail::Backend& b : detail::kBackends)
-    v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description});
-  for (const detail::Backend& b : detail::kExperimentalBackends)
-    if (b.supports != nullptr)
-      v.push_back(ImplInfo{b.impl, b.name, b.device, detail::available(b), b.description, true});
+    v.push_back(ImplInfo{b.impl, b.name(), b.device, detail::available(b), b.description, b.experimental});
   return v;
 }
 
 const char* to_string(Impl impl) {
-  switch (impl) {
-    case Impl::kAuto: return "auto";
-    case Impl::kReference: return "reference";
-    case Impl::kCpuFlash: return "cpu_flash";
-    case Impl::kLearnV0: return "learn_v0";
-    case Impl::kLearnV1: return "learn_v1";
-    case Impl::kLearnV2: return "learn_v2";
-    case Impl::kLearnV3: return "learn_v3";
-    case Impl::kLearnV4: return "learn_v4";
-    case Impl::kCudaSm80: return "cuda_sm80";
-    case Impl::kCudaSm90: return "cuda_sm90";
-  }
+  for (const detail::ImplName& n : detail::kImplNames)
+    if (n.impl == impl) return n.name;
   return "unknown";
 }
 
-const char* to_string(Device d) { return d == Device::kCPU ? "cpu" : d == Device::kCUDA ? "cuda" : "unknown"; }
+const char* to_string(Device d) {
+  return d == Device::kCPU ? "cpu" : d == Device::kCUDA ? "cuda" : "unknown";
+}
 
 Status parse_impl(const std::string& name, Impl* out) {
-  const Impl all[] = {Impl::kAuto,    Impl::kReference, Impl::kCpuFlash, Impl::kLearnV0, Impl::kLearnV1,
-                      Impl::kLearnV2, Impl::kLearnV3,   Impl::kLearnV4,  Impl::kCudaSm80, Impl::kCudaSm90};
   std::string known;
-  for (Impl i : all) {
-    if (name == to_string(i)) {
-      *out = i;
+  for (const detail::ImplName& n : detail::kImplNames) {
+    if (name == n.name) {
+      *out = n.impl;
       return Status::Ok();
     }
-    known += (known.empty() ? "" : ", ") + std::string(to_string(i));
+    known += (known.empty() ? "" : ", ") + std::string(n.name);
   }
   return Status::Invalid("impl '" + name + "' is unknown: expected one of " + known);
 }
 
 Status parse_dtype(const std::string& name, DType* out) {
-  if (name == "fp32" || name == "float32") *out = DType::kFloat32;
-  else if (name == "fp16" || name == "float16") *out = DType::kFloat16;
-  else if (name == "bf16" || name == "bfloat16") *out = DType::kBFloat16;
-  else if (name == "fp8_e4m3") *out = DType::kFloat8E4M3;
-  else return Status::Invalid("dtype '" + name + "' is unknown: expected fp32, fp16 or bf16");
+  if (name == "fp32" || name == "float32")
+    *out = DType::kFloat32;
+  else if (name == "fp16" || name == "float16")
+    *out = DType::kFloat16;
+  else if (name == "bf16" || name == "bfloat16")
+    *out = DType::kBFloat16;
+  else if (name == "fp8_e4m3")
+    *out = DType::kFloat8E4M3;
+  else
+    return Status::Invalid("dtype '" + name + "' is unknown: expected fp32, fp16 or bf16");
   return Status::Ok();
 }
 

@@ -1,14 +1,14 @@
 // tests/gpu/mask_cases.h — the mask configurations the block-skipping tests share
 // (test_sm80_mask.cu for the forward's KeyBlockRange, test_sm80_bwd_mask.cu for the backward's
-// QueryBlockRange): a case, the config and row mask every backend derives from it, the ScoreParams
-// api_sm80.cpp builds from it, and the hand-picked cases both tests check.
+// QueryBlockRange): a case, the config and row mask every backend derives from it, the ScoreArgs
+// common/kernel_args.cpp builds from it, and the hand-picked cases both tests check.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cuda/sm80/fwd_params.h"
+#include "cuda/common/kernel_args.h"
 #include "flashlab/mask.h"
 #include "flashlab/params.h"
 
@@ -39,10 +39,10 @@ inline RowMask reference_mask(const MaskCase& c) {
   return make_row_mask(mask_config(c), c.q_len, c.k_len);
 }
 
-// ScoreParams as api_sm80.cpp builds them (through make_row_mask, so causal becomes right = 0).
-inline sm80::ScoreParams score_params(const MaskCase& c) {
+// ScoreArgs as common/kernel_args.cpp builds them (through make_row_mask, so causal becomes right = 0).
+inline common::ScoreArgs score_params(const MaskCase& c) {
   const RowMask rm = reference_mask(c);
-  sm80::ScoreParams p;
+  common::ScoreArgs p;
   p.bottom_right = c.bottom_right;
   p.window_left = rm.left;
   p.window_right = rm.right;

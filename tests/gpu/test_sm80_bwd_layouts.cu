@@ -22,6 +22,7 @@ namespace {
 
 using namespace cute;
 using flashlab::sm80::BwdKernelTraits;
+using flashlab::sm80::BwdTileSet;
 using flashlab::sm80::rowcol_layout;
 
 // Stored (rows, cols) layout L and its transposed view Lt (cols, rows): Lt(c, r) == L(r, c).
@@ -58,12 +59,15 @@ void check_cover(int threads, const char* what) {
   for (int i = 0; i < kRows * kCols; ++i) ASSERT_EQ(owners[i], 1) << "element " << i;
 }
 
-template <int kHeadDim, typename Element, int kTileSet = 0>
+template <int kHeadDim, typename Element, BwdTileSet kTileSet = BwdTileSet::kSmall>
 void check_traits() {
   using T = BwdKernelTraits<kHeadDim, Element, kTileSet>;
   constexpr int kM = T::kBlockM, kN = T::kBlockN;
-  SCOPED_TRACE("D " + std::to_string(kHeadDim) + (kTileSet == 2 ? " hopper" : kTileSet == 1 ? " large" : " small") + " tile " + std::to_string(kM) +
-               "x" + std::to_string(kN));
+  SCOPED_TRACE("D " + std::to_string(kHeadDim) +
+               (kTileSet == BwdTileSet::kHopper  ? " hopper"
+                : kTileSet == BwdTileSet::kLarge ? " large"
+                                                 : " small") +
+               " tile " + std::to_string(kM) + "x" + std::to_string(kN));
   check_transposed<typename T::SmemLayoutPdS, typename T::SmemLayoutPdSt,
                    typename T::SmemLayoutPdStNoSwizzle>("P/dS");
   check_transposed<typename T::SmemLayoutQdO, typename T::SmemLayoutQdOt,
@@ -106,12 +110,12 @@ void check_all() {
   check_traits<128, Element>();
   check_traits<192, Element>();
   check_traits<256, Element>();
-  check_traits<64, Element, 1>();
-  check_traits<96, Element, 1>();
-  check_traits<128, Element, 1>();
-  check_traits<192, Element, 1>();
-  check_traits<256, Element, 1>();
-  check_traits<256, Element, 2>();  // the Hopper set differs at D 256 only
+  check_traits<64, Element, BwdTileSet::kLarge>();
+  check_traits<96, Element, BwdTileSet::kLarge>();
+  check_traits<128, Element, BwdTileSet::kLarge>();
+  check_traits<192, Element, BwdTileSet::kLarge>();
+  check_traits<256, Element, BwdTileSet::kLarge>();
+  check_traits<256, Element, BwdTileSet::kHopper>();  // the Hopper set differs at D 256 only
 }
 
 TEST(Sm80BwdLayouts, Bf16) {

@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "cuda/sm80/bwd_mask.h"
+#include "cuda/common/block_range.h"
 #include "cuda/sm80/bwd_tile_size.h"
 #include "flashlab/mask.h"
 #include "mask_cases.h"
@@ -22,10 +22,10 @@
 namespace {
 
 using flashlab::RowMask;
-using flashlab::sm80::FwdTile;
-using flashlab::sm80::KeyBlockRange;
-using flashlab::sm80::QueryBlockRange;
-using flashlab::sm80::ScoreParams;
+using flashlab::common::KeyBlockRange;
+using flashlab::common::QueryBlockRange;
+using flashlab::common::WorkTile;
+using ScoreParams = flashlab::common::ScoreArgs;
 
 using Case = flashlab::sm80_test::MaskCase;
 using flashlab::sm80_test::handpicked_mask_cases;
@@ -37,7 +37,7 @@ void check_case(const Case& c) {
   SCOPED_TRACE(c.describe() + " tile " + std::to_string(kBlockM) + "x" + std::to_string(kBlockN));
   const RowMask ref = reference_mask(c);
   const ScoreParams p = score_params(c);  // as api_sm80.cpp builds it: causal folded into right = 0
-  FwdTile t;
+  WorkTile t;
   t.q_len = c.q_len;
   t.k_len = c.k_len;
   const int m_blocks = (c.q_len + kBlockM - 1) / kBlockM;
@@ -73,7 +73,8 @@ void check_case(const Case& c) {
 
 template <int kHeadDim, bool kLarge = false>
 void check_tile(const Case& c) {
-  constexpr flashlab::sm80::BwdTileSize t = flashlab::sm80::bwd_tile_size(kHeadDim, kLarge);
+  constexpr flashlab::sm80::BwdTileSize t = flashlab::sm80::bwd_tile_size(
+      kHeadDim, kLarge ? flashlab::sm80::BwdTileSet::kLarge : flashlab::sm80::BwdTileSet::kSmall);
   check_case<t.block_m, t.block_n>(c);
 }
 

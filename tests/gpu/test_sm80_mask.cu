@@ -7,9 +7,9 @@
 // shares — for every CTA and key block of many shapes: both causal alignments, seqlen_q > seqlen_k
 // and < (rows that see nothing), windows on either side, empty sequences, and each tile shape of
 // tile_size.h.
-// ScoreHookOnGpu runs ScoreHook::before_softmax itself (skipped without a GPU) on known raw scores
-// and compares every element with flashlab::modify_score() and key_visible() in float64:
-// softcap, ALiBi, the scale, and the mask, for tiles of both shapes and both alignments.
+// ScoreHookOnGpu runs the score variant's before_softmax (common::ScoreVariant) itself (skipped without a
+// GPU) on known raw scores and compares every element with flashlab::modify_score() and key_visible() in
+// float64: softcap, ALiBi, the scale, and the mask, for tiles of both shapes and both alignments.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -19,9 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "cuda/common/block_range.h"
+#include "cuda/common/variant.h"
 #include "cuda/sm80/fragments.h"
 #include "cuda/sm80/kernel_traits.h"
-#include "cuda/sm80/mask.h"
 #include "cuda/sm80/tile_size.h"
 #include "flashlab/mask.h"
 #include "mask_cases.h"
@@ -29,9 +30,9 @@
 namespace {
 
 using flashlab::RowMask;
-using flashlab::sm80::FwdTile;
-using flashlab::sm80::KeyBlockRange;
-using flashlab::sm80::ScoreParams;
+using flashlab::common::KeyBlockRange;
+using flashlab::common::WorkTile;
+using ScoreParams = flashlab::common::ScoreArgs;
 
 using Case = flashlab::sm80_test::MaskCase;
 using flashlab::sm80_test::handpicked_mask_cases;
@@ -45,7 +46,7 @@ void check_case(const Case& c) {
   const RowMask ref = reference_mask(c);
   const int n_blocks = (c.k_len + kBlockN - 1) / kBlockN;
   for (int m_block = 0; m_block * kBlockM < c.q_len; ++m_block) {
-    FwdTile t;
+    WorkTile t;
     t.m_block = m_block;
     t.q_len = c.q_len;
     t.k_len = c.k_len;
@@ -80,12 +81,12 @@ void check_case(const Case& c) {
 
     // The per-row bounds the hook uses, for every row of the CTA (rows past q_len included: they
     // are computed and discarded) and columns of each visited block plus a margin.
-    const RowMask m = flashlab::sm80::sequence_mask(p, t);
+    const RowMask m = flashlab::common::sequence_mask(p, t);
     for (int i = m_block * kBlockM; i < (m_block + 1) * kBlockM; ++i)
       for (int n = range.n_min; n < range.n_max; ++n) {
         const int j0 = n * kBlockN + 6;  // a thread's first column is any offset inside the block
         int lo_rel, hi_rel;
-        flashlab::sm80::relative_key_bounds(m, i, c.k_len, j0, &lo_rel, &hi_rel);
+        flashlab::common::relative_key_bounds(m, i, c.k_len, j0, &lo_rel, &hi_rel);
         for (int dj = -6; dj < kBlockN; ++dj) {
           const int j = j0 + dj;
           const bool kept = !(dj < lo_rel || dj > hi_rel);
@@ -141,7 +142,7 @@ __host__ __device__ inline float probe_raw(int i, int j) {
 // One CTA: fills the accumulator with probe_raw at each thread's (row, key), applies the hook, and
 // writes the result to out (BLK_M x BLK_N, row-major) at the same coordinates.
 template <typename Traits>
-__global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bool needs_mask, float* out) {
+__global__ void hook_probe(const ScoreParams p, const WorkTile t, int n_block, bool needs_mask, float* out) {
   using namespace cute;
   constexpr int kM = Traits::kBlockM, kN = Traits::kBlockN;
   typename Traits::TiledMma mma;
@@ -153,7 +154,7 @@ __global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bo
   for (int r = 0; r < size<0>(s); ++r)
     for (int c = 0; c < size<1>(s); ++c)
       s(r, c) = probe_raw(t.m_block * kM + get<0>(tScS(r, c)), n_block * kN + get<1>(tScS(r, c)));
-  const flashlab::sm80::ScoreHook<Traits> hook(p, t);
+  const flashlab::common::ScoreVariant<Traits::kBlockM, Traits::kBlockN> hook(p, t);
   if (needs_mask) {
     hook.template before_softmax<true>(s, tScS, n_block);
   } else {
@@ -161,7 +162,7 @@ __global__ void hook_probe(const ScoreParams p, const FwdTile t, int n_block, bo
   }
   // The softmax multiplies by softmax_scale_log2() / kLog2e afterwards: fold it in so the probe
   // returns the modified score itself.
-  const float post = hook.softmax_scale_log2() / flashlab::sm80::kLog2e;
+  const float post = hook.softmax_scale_log2() / flashlab::common::kLog2e;
   for (int r = 0; r < size<0>(s); ++r)
     for (int c = 0; c < size<1>(s); ++c) out[get<0>(tScS(r, c)) * kN + get<1>(tScS(r, c))] = s(r, c) * post;
 }
@@ -188,11 +189,11 @@ void probe_hook(const Case& c, float softcap, bool alibi, float scale) {
     p.alibi_slopes = d_slopes;
     p.alibi_batch_stride = heads;
   }
-  const RowMask ref = flashlab::sm80::sequence_mask(p, FwdTile{0, 0, 0, c.q_len, c.k_len});
+  const RowMask ref = flashlab::common::sequence_mask(p, WorkTile{0, 0, 0, c.q_len, c.k_len});
   std::vector<float> out(kM * kN);
   for (int m_block = 0; m_block * kM < c.q_len; ++m_block) {
     for (int n_block = 0; n_block * kN < c.k_len; ++n_block) {
-      FwdTile t;
+      WorkTile t;
       t.m_block = m_block;
       t.head = 2;
       t.batch = 1;

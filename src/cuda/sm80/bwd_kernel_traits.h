@@ -33,13 +33,12 @@ using BwdSmemAtom = decltype(composition(
     Swizzle<(kCols % 64 == 0 ? 3 : 2), 3, 3>{},
     Layout<Shape<_8, Int<(kCols % 64 == 0 ? 64 : 32)>>, Stride<Int<(kCols % 64 == 0 ? 64 : 32)>, _1>>{}));
 
-// kTileSet (bwd_tile_size.h): 0 = small (<= 99 KiB of shared memory, every GPU from Ampere on),
-// 1 = large (<= 163 KiB: A100, H100), 2 = Hopper (<= 227 KiB: H100, H200; differs at D 256 only).
-template <int kHeadDim_, typename Element_, int kTileSet_ = 0>
+// kTileSet: which of bwd_tile_size.h's sets (BwdTileSet: small, large, Hopper).
+template <int kHeadDim_, typename Element_, BwdTileSet kTileSet_ = BwdTileSet::kSmall>
 struct BwdKernelTraits {
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using ElementAccum = float;
-  static constexpr int kTileSet = kTileSet_;
+  static constexpr BwdTileSet kTileSet = kTileSet_;
   static constexpr BwdTileSize kTile = bwd_tile_size(kHeadDim_, kTileSet_);
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kTile.block_m;
@@ -95,15 +94,12 @@ struct BwdKernelTraits {
   static constexpr int kSmemQdOBytes = int(cosize(SmemLayoutQdO{})) * int(sizeof(Element));  // one stage
   static constexpr int kSmemKVBytes = int(cosize(SmemLayoutKV{})) * int(sizeof(Element));
   static constexpr int kSmemPdSBytes = int(cosize(SmemLayoutPdS{})) * int(sizeof(Element));
-  // Offsets: Q stages, dO stages, K, V, P, dS.
-  static constexpr int kSmemOffsetQ = 0;
-  static constexpr int kSmemOffsetdO = kStages * kSmemQdOBytes;
-  static constexpr int kSmemOffsetK = 2 * kStages * kSmemQdOBytes;
-  static constexpr int kSmemOffsetV = kSmemOffsetK + kSmemKVBytes;
-  static constexpr int kSmemOffsetP = kSmemOffsetV + kSmemKVBytes;
-  static constexpr int kSmemOffsetdS = kSmemOffsetP + kSmemPdSBytes;
-  static constexpr int kSmemBytes = kSmemOffsetdS + kSmemPdSBytes;
-  static_assert(kSmemBytes <= (kTileSet == 2 ? 227 : kTileSet == 1 ? 163 : 99) * 1024,
+  // Q stages, dO stages, K, V, P, dS (MainloopBwd::SharedStorage lays them out in this order).
+  static constexpr int kSmemBytes = 2 * kStages * kSmemQdOBytes + 2 * kSmemKVBytes + 2 * kSmemPdSBytes;
+  static_assert(kSmemBytes <= (kTileSet == BwdTileSet::kHopper  ? 227
+                               : kTileSet == BwdTileSet::kLarge ? 163
+                                                                : 99) *
+                                  1024,
                 "bwd_tile_size.h promises <= 99 KiB (small set) / 163 KiB (large set, A100's limit) / "
                 "227 KiB (Hopper set, H100's limit)");
 

@@ -1,108 +1,109 @@
-// src/cuda/sm80/bwd_launch.h — from BwdKernelParams to the backward's launches on the caller's stream.
+// src/cuda/sm80/bwd_launch.h — from BwdArguments to the backward's launches on the caller's stream.
 //
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
 //   1. cudaMemsetAsync(0): dq_accum's tiles (atomic dQ); GQA with atomics: dk_accum, dv_accum
-//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O)
-//   3. flash_bwd_kernel           dK, dV (and dq_accum += dS·K in atomic mode)
-//   4. deterministic: flash_bwd_dq_kernel (dQ directly); else bwd_convert_dq_kernel (dq_accum -> dQ)
-//   5. GQA: bwd_convert_dkv_kernel
+//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O)                 (common/bwd_prepost.h)
+//   3. FlashBwdKernel             dK, dV (and dq_accum += dS·K in atomic mode)
+//   4. deterministic: FlashBwdDqKernel (dQ directly); else BwdConvertDqKernel (dq_accum -> dQ)
+//   5. GQA: bwd_convert_dkv_kernel                                    (common/bwd_prepost.h)
 // No host synchronization and no allocation: grids come from the maximum sequence lengths, CTAs
 // past a varlen sequence return at once, and all scratch is the caller's workspace.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <string>
 #include <type_traits>
 
+#include "cuda/common/bwd_prepost.h"
+#include "cuda/common/bwd_workspace.h"
+#include "cuda/common/dropout.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/launch.h"
+#include "cuda/common/static_switch.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/common/variant.h"
 #include "cuda/sm80/bwd_kernel_traits.h"
-#include "cuda/sm80/bwd_mask.h"
-#include "cuda/sm80/bwd_params.h"
-#include "cuda/sm80/bwd_prepost.h"
+#include "cuda/sm80/epilogue_bwd.h"
 #include "cuda/sm80/flash_bwd_kernel.h"
-#include "cuda/sm80/fwd_launch.h"  // ElementOf, cuda_error
-#include "cuda/sm80/static_switch.h"
-#include "cuda/sm80/tile_scheduler.h"
+#include "cuda/sm80/fwd_launch.h"  // kImplName
+#include "cuda/sm80/mainloop_bwd.h"
 
 namespace flashlab {
 namespace sm80 {
 
-// Opts `kernel` into kSmem bytes of dynamic shared memory when it needs more than the default 48 KiB.
-template <typename Kernel>
-Status allow_smem(Kernel kernel, int smem, int head_dim) {
-  int device = 0, optin = 0;
-  FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetDevice(&device), "cudaGetDevice"));
-  FLASHLAB_RETURN_IF_ERROR(
-      cuda_error(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                 "cudaDeviceGetAttribute"));
-  if (smem > optin)
-    return Status::Unsupported("impl cuda_sm80: backward for head-dim bucket " + std::to_string(head_dim) +
-                               " needs " + std::to_string(smem) +
-                               " bytes of shared memory per block; this GPU allows " + std::to_string(optin));
-  if (smem > 48 * 1024)
-    return cuda_error(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                      "cudaFuncSetAttribute");
-  return Status::Ok();
-}
+// The backward kernels of one instantiation, from their pieces.
+template <typename Traits, bool kDropout>
+using BwdMainKernel =
+    FlashBwdKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::BwdTileScheduler,
+                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<kDropout>>;
+template <typename Traits, bool kDropout>
+using BwdDqKernel =
+    FlashBwdDqKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::FwdTileScheduler,
+                     common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<kDropout>>;
+template <typename Traits>
+using BwdDqConvertKernel =
+    BwdConvertDqKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::FwdTileScheduler,
+                       common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<false>>;
 
-inline bool nonempty(dim3 g) {
-  return g.x > 0 && g.y > 0 && g.z > 0;
+// Prepares and launches one kernel struct (no launch for an empty grid).
+template <typename Kernel>
+Status launch(const common::BwdArguments& args, cudaStream_t stream, const char* what) {
+  constexpr int kSmem = Kernel::kSharedStorageBytes;
+  const typename Kernel::Params params = Kernel::to_params(args);
+  const dim3 grid = Kernel::grid(params);
+  if (!common::nonempty(grid)) return Status::Ok();
+  FLASHLAB_RETURN_IF_ERROR(
+      common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, what, Kernel::kHeadDim));
+  device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);
+  return common::cuda_error(cudaGetLastError(), kImplName, what);
 }
 
 template <typename Traits, bool kDropout>
-Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
+Status launch_bwd(const common::BwdArguments& args, cudaStream_t stream) {
   using Element = typename Traits::Element;
-  constexpr int kSmem = Traits::kSmemBytes;
-  const SeqParams& seq = params.seq;
-  const BwdGradParams& g = params.grad;
+  const common::SeqArgs& seq = args.seq;
+  const common::BwdGradArgs& g = args.grad;
 
-  const dim3 grid_tiles_q = FwdTileScheduler::grid(seq, Traits::kBlockM);  // (query blocks, heads_q, batch)
-  if (g.dq_accum != nullptr) {  // the tiles the main kernel adds to (bwd_params.h)
-    const size_t bytes = size_t(grid_tiles_q.z) * grid_tiles_q.x * grid_tiles_q.y * Traits::kBlockM *
-                         Traits::kHeadDim * sizeof(float);
+  if (g.dq_accum != nullptr) {  // the tiles the main kernel adds to (common/bwd_workspace.h)
+    const size_t bytes = size_t(common::dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, Traits::kBlockM,
+                                                        Traits::kHeadDim)) *
+                         sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), kImplName,
+                                                "cudaMemsetAsync(dq_accum)"));
+  }
+  if (g.dkv_mode == common::DkvMode::kAtomic) {
+    const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(args.in.head_dim) * sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), kImplName,
+                                                "cudaMemsetAsync(dk_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), kImplName,
+                                                "cudaMemsetAsync(dv_accum)"));
+  }
+
+  const dim3 grid_rows_q((seq.seqlen_q + common::kPrepostRows - 1) / common::kPrepostRows, seq.heads_q,
+                         seq.batch);
+  if (common::nonempty(grid_rows_q)) {
+    common::bwd_preprocess_kernel<Element><<<grid_rows_q, common::kPrepostThreads, 0, stream>>>(args);
     FLASHLAB_RETURN_IF_ERROR(
-        cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), "cudaMemsetAsync(dq_accum)"));
+        common::cuda_error(cudaGetLastError(), kImplName, "backward preprocess kernel launch"));
   }
-  if (g.dkv_mode == DkvMode::kAtomic) {
-    const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(params.in.head_dim) * sizeof(float);
+
+  using Main = BwdMainKernel<Traits, kDropout>;
+  using DqDeterministic = BwdDqKernel<Traits, kDropout>;
+  FLASHLAB_RETURN_IF_ERROR(launch<Main>(args, stream, "backward kernel"));
+  if (args.deterministic) {
+    FLASHLAB_RETURN_IF_ERROR(launch<DqDeterministic>(args, stream, "backward dQ kernel"));
+  } else {
     FLASHLAB_RETURN_IF_ERROR(
-        cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), "cudaMemsetAsync(dk_accum)"));
-    FLASHLAB_RETURN_IF_ERROR(
-        cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), "cudaMemsetAsync(dv_accum)"));
+        launch<BwdDqConvertKernel<Traits>>(args, stream, "backward dQ conversion kernel"));
   }
 
-  const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
-  if (nonempty(grid_rows_q)) {
-    bwd_preprocess_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(params);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward preprocess kernel launch"));
-  }
-
-  const dim3 grid_main = BwdTileScheduler::grid(seq, Traits::kBlockN);
-  if (nonempty(grid_main)) {
-    auto kernel = &flash_bwd_kernel<Traits, kDropout>;
-    FLASHLAB_RETURN_IF_ERROR(allow_smem(kernel, kSmem, Traits::kHeadDim));
-    kernel<<<grid_main, Traits::kNThreads, kSmem, stream>>>(params);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward kernel launch"));
-  }
-
-  if (params.deterministic) {
-    if (nonempty(grid_tiles_q)) {
-      auto kernel = &flash_bwd_dq_kernel<Traits, kDropout>;
-      FLASHLAB_RETURN_IF_ERROR(allow_smem(kernel, kSmem, Traits::kHeadDim));
-      kernel<<<grid_tiles_q, Traits::kNThreads, kSmem, stream>>>(params);
-      FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ kernel launch"));
-    }
-  } else if (nonempty(grid_tiles_q)) {
-    static_assert(Traits::kSmemQdOBytes <= 48 * 1024, "the conversion kernel stages one dQ tile");
-    bwd_convert_dq_kernel<Traits><<<grid_tiles_q, Traits::kNThreads, Traits::kSmemQdOBytes, stream>>>(params);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dQ conversion kernel launch"));
-  }
-
-  if (g.dkv_mode != DkvMode::kDirect) {
-    const dim3 grid_rows_k((seq.seqlen_k + kPrepostRows - 1) / kPrepostRows, g.heads_kv, seq.batch);
-    if (nonempty(grid_rows_k)) {
-      bwd_convert_dkv_kernel<Element><<<grid_rows_k, kPrepostThreads, 0, stream>>>(params);
-      FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), "backward dK/dV conversion kernel launch"));
+  if (g.dkv_mode != common::DkvMode::kDirect) {
+    const dim3 grid_rows_k((seq.seqlen_k + common::kPrepostRows - 1) / common::kPrepostRows, g.heads_kv,
+                           seq.batch);
+    if (common::nonempty(grid_rows_k)) {
+      common::bwd_convert_dkv_kernel<Element><<<grid_rows_k, common::kPrepostThreads, 0, stream>>>(args);
+      FLASHLAB_RETURN_IF_ERROR(
+          common::cuda_error(cudaGetLastError(), kImplName, "backward dK/dV conversion kernel launch"));
     }
   }
   return Status::Ok();
@@ -110,27 +111,26 @@ Status launch_bwd(const BwdKernelParams& params, cudaStream_t stream) {
 
 // The tile set (bwd_tile_size.h): the largest whose shared memory the device's opt-in limit holds
 // — Hopper (D 256 only; H100, H200), large (A100, H100), else small (<= 99 KiB: sm_86 / sm_89).
-// One attribute query per call, no synchronization.
+// The limit is cached per device (common/launch.h): no attribute query per call.
 template <DType kDType, int kHeadDim>
-Status run_bwd(const BwdKernelParams& params, void* stream) {
-  using Element = typename ElementOf<kDType>::type;
-  using Small = BwdKernelTraits<kHeadDim, Element, 0>;
-  using Large = BwdKernelTraits<kHeadDim, Element, 1>;
-  using Hopper = BwdKernelTraits<kHeadDim, Element, 2>;
-  int device = 0, optin = 0;
-  FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetDevice(&device), "cudaGetDevice"));
-  FLASHLAB_RETURN_IF_ERROR(
-      cuda_error(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                 "cudaDeviceGetAttribute"));
-  const bool large = optin >= Large::kSmemBytes;
-  const bool hopper = optin >= Hopper::kSmemBytes;
-  return FLASHLAB_BOOL_SWITCH(params.dropout_enabled, kDropout, [&] {
+Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
+  using Element = typename common::ElementOf<kDType>::type;
+  using Small = BwdKernelTraits<kHeadDim, Element, BwdTileSet::kSmall>;
+  using Large = BwdKernelTraits<kHeadDim, Element, BwdTileSet::kLarge>;
+  using Hopper = BwdKernelTraits<kHeadDim, Element, BwdTileSet::kHopper>;
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  int device = 0;
+  const common::DeviceFacts* facts = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
+  const bool large = facts->smem_optin >= Large::kSmemBytes;
+  const bool hopper = facts->smem_optin >= Hopper::kSmemBytes;
+  return FLASHLAB_BOOL_SWITCH(args.dropout_enabled, kDropout, [&] {
     if constexpr (Hopper::kSmemBytes != Large::kSmemBytes) {  // D 256: the Hopper set differs
-      if (hopper) return launch_bwd<Hopper, kDropout>(params, static_cast<cudaStream_t>(stream));
+      if (hopper) return launch_bwd<Hopper, kDropout>(args, stream);
     }
     return FLASHLAB_BOOL_SWITCH(large, kLargeTiles, [&] {
       using Traits = std::conditional_t<kLargeTiles, Large, Small>;
-      return launch_bwd<Traits, kDropout>(params, static_cast<cudaStream_t>(stream));
+      return launch_bwd<Traits, kDropout>(args, stream);
     });
   });
 }

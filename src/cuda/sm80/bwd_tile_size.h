@@ -10,10 +10,10 @@
 // Shared memory (16-bit elements): Q and dO (block_m × D, `stages` buffers each: 2 = the next
 // query block loads while this one computes), K and V (block_n × D), P and dS (block_m × block_n,
 // for the transposed products). The small set fits 99 KiB, the opt-in limit of sm_86 / sm_89, so
-// it runs on every GPU from Ampere on; the large set (below) needs up to 160 KiB. Registers: dK and dV accumulators are 2 · block_n · D / threads fp32, S and dP
-// 2 · block_m · block_n / threads; the dQ product adds block_m · D / threads inside its scope.
-// FlashAttention-2's sm80 backward uses 64 × 128 tiles for D 64..128 with 144+ KiB of smem; its
-// sm86 configurations (<= 99 KiB) are the model here:
+// it runs on every GPU from Ampere on; the large set (below) needs up to 160 KiB. Registers: dK and dV
+// accumulators are 2 · block_n · D / threads fp32, S and dP 2 · block_m · block_n / threads; the dQ product
+// adds block_m · D / threads inside its scope. FlashAttention-2's sm80 backward uses 64 × 128 tiles for
+// D 64..128 with 144+ KiB of smem; its sm86 configurations (<= 99 KiB) are the model here:
 //   D 32   64 × 128, 8 warps, 2 stages   64 KiB. Wide key block: fewer dQ atomics per query row.
 //   D 64   64 × 128, 8 warps, 2 stages   96 KiB. dK + dV 64, S + dP 64 registers.
 //   D 96   64 × 64,  8 warps, 2 stages   88 KiB. 64 × 128 would need 128 KiB.
@@ -32,6 +32,13 @@
 
 namespace flashlab {
 namespace sm80 {
+
+// Which tile set a GPU gets, by its opt-in shared memory per block (bwd_launch.h asks the device).
+enum class BwdTileSet : int {
+  kSmall = 0,   // <= 99 KiB: every GPU from Ampere on (sm_86 / sm_89 limit)
+  kLarge = 1,   // <= 163 KiB: A100, H100, H200
+  kHopper = 2,  // <= 227 KiB: H100, H200 (differs from kLarge at D 256 only)
+};
 
 struct BwdTileSize {
   int block_m;
@@ -56,7 +63,7 @@ struct BwdTileSize {
   bool masked_simple = true;
 };
 
-// The large set (`large`): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
+// The large set (BwdTileSet::kLarge): GPUs whose opt-in shared memory per block holds it — A100 (163 KiB) and
 // H100 (227 KiB); run_bwd() asks the device. FlashAttention-2's sm80 configurations:
 //   D 32   as the small set (64 × 128 already, 64 KiB)
 //   D 64   128 × 128, 8 warps, 2 stages  160 KiB. S + dP 128, dK + dV 64 registers. S / dP warps
@@ -71,14 +78,14 @@ struct BwdTileSize {
 // 0.57–0.74×. ptxas (sm_90a, bucket 128): the large main kernel spills 68 / 144 bytes without /
 // with dropout (FlashAttention-2's own kernel of this shape spills too).
 //
-// The Hopper set (`set` 2): GPUs with >= 209 KiB of opt-in shared memory (H100, H200: 227 KiB).
+// The Hopper set (BwdTileSet::kHopper): GPUs with >= 209 KiB of opt-in shared memory (H100, H200: 227 KiB).
 // It differs from the large set only at D 256: two Q / dO stages (64 × 64, 8 warps, 208 KiB), so
 // the next query block loads while this one computes, as FlashAttention-2 does there (its
 // >= 176 KiB configuration double-buffers Q only). Measured on an H200 (docs/perf.md), hdim 256
 // backward vs SDPA flash: one stage 0.73–0.95×.
-constexpr BwdTileSize bwd_tile_size(int head_dim, int set = 0) {
-  if (set == 2 && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2, true};
-  if (set >= 1) {
+constexpr BwdTileSize bwd_tile_size(int head_dim, BwdTileSet set = BwdTileSet::kSmall) {
+  if (set == BwdTileSet::kHopper && head_dim > 192) return BwdTileSize{64, 64, 8, 2, 4, 2, 2, true};
+  if (set != BwdTileSet::kSmall) {
     return head_dim <= 32    ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}
            : head_dim <= 64  ? BwdTileSize{128, 128, 8, 2, 4, 4, 4, false, false}
            : head_dim <= 96  ? BwdTileSize{64, 128, 8, 2, 2, 4, 4}

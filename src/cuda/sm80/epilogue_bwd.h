@@ -1,6 +1,6 @@
 // src/cuda/sm80/epilogue_bwd.h — where the backward's accumulators go.
 //
-//   EpilogueDkv::store     dK · scale and dV of the CTA's key block, by BwdGradParams::dkv_mode:
+//   EpilogueDkv::store     dK · scale and dV of the CTA's key block, by BwdGradArgs::dkv_mode:
 //                          kDirect  -> the dtype outputs (the CTA is the only writer)
 //                          kAtomic  -> fp32 atomicAdd into the kv head's workspace slice (GQA)
 //                          kPartial -> fp32 store into the query head's own slice (GQA,
@@ -11,15 +11,18 @@
 // Every store is predicated on rows < the sequence length and columns < head_dim. The dtype
 // outputs (dK, dV direct; dQ) leave through shared memory in 16-byte stores (tile_store.h); the
 // fp32 GQA slices go straight from the accumulator layout (write_tile).
+// EpilogueDkv's Arguments / Params: common::BwdGradArgs. It has no shared storage of its own: it
+// stages dK and dV in the mainloop's K and V tiles, which the kernel hands it.
 #pragma once
 
 #include <cstdint>
 
 #include <cute/tensor.hpp>
 
-#include "cuda/sm80/bwd_params.h"
+#include "cuda/common/bwd_workspace.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/fragments.h"
-#include "cuda/sm80/tile_scheduler.h"
 #include "cuda/sm80/tile_store.h"
 
 namespace flashlab {
@@ -54,21 +57,25 @@ struct EpilogueDkv {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
 
-  const BwdGradParams& g;
-  const FwdTile& t;
+  using Arguments = BwdGradArgs;
+  using Params = BwdGradArgs;
+  static Params to_params(const Arguments& a) { return a; }
+
+  const Params& g;
+  const WorkTile& t;
   int n_block;
   int head_dim;
 
-  __device__ EpilogueDkv(const BwdGradParams& grad, const FwdTile& tile, int n_block_, int head_dim_)
+  __device__ EpilogueDkv(const Params& grad, const WorkTile& tile, int n_block_, int head_dim_)
       : g(grad), t(tile), n_block(n_block_), head_dim(head_dim_) {}
 
   // acc_dk, acc_dv: ((2, 2), MMA_N, MMA_D) fp32 of (BLK_N, HDIM), TiledMmadKV. seqlen_k: the
   // call's (maximum) key length, the workspace's rows per sequence for fixed lengths.
-  // smem: the main kernel's shared memory; every thread of the CTA must call this (direct mode
-  // stages dK and dV where K and V were, behind a barrier).
+  // smem_k, smem_v: the mainloop's K and V tiles; every thread of the CTA must call this (direct
+  // mode stages dK and dV there, behind a barrier).
   template <typename Acc>
-  __device__ void store(Acc const& acc_dk, Acc const& acc_dv, float softmax_scale, int kv_group,
-                        int seqlen_k, char* smem) const {
+  __device__ void store(Acc const& acc_dk, Acc const& acc_dv, float softmax_scale, int kv_group, int seqlen_k,
+                        Element* smem_k, Element* smem_v) const {
     using Mma = typename Traits::TiledMmadKV;
     const int64_t n0 = int64_t(n_block) * kBlockN;
     const int rows = t.k_len - static_cast<int>(n0);
@@ -80,11 +87,9 @@ struct EpilogueDkv {
       __syncthreads();  // every warp is done reading K and V (the last block's products)
       using Layout = typename Traits::SmemLayoutKV;
       using Copy = typename Traits::GmemTiledCopyStore;
-      store_tile_through_smem<Mma, Layout, Copy>(acc_dk, softmax_scale,
-                                                 reinterpret_cast<Element*>(smem + Traits::kSmemOffsetK), dk,
-                                                 g.dk_row_stride, rows, head_dim);
-      store_tile_through_smem<Mma, Layout, Copy>(acc_dv, 1.0f, reinterpret_cast<Element*>(smem + Traits::kSmemOffsetV),
-                                                 dv, g.dv_row_stride, rows, head_dim);
+      store_tile_through_smem<Mma, Layout, Copy>(acc_dk, softmax_scale, smem_k, dk, g.dk_row_stride, rows,
+                                                 head_dim);
+      store_tile_through_smem<Mma, Layout, Copy>(acc_dv, 1.0f, smem_v, dv, g.dv_row_stride, rows, head_dim);
       return;
     }
     // Workspace slices: (rows_k, heads_acc, head_dim) fp32, rows as the tensors' (packed) rows.
@@ -105,7 +110,7 @@ struct EpilogueDkv {
   }
 };
 
-// dq_accum's order inside a tile (bwd_params.h): thread t's accumulator values i = kVec·c + v go to
+// dq_accum's order inside a tile (common/bwd_workspace.h): thread t's accumulator values i = kVec·c + v go to
 // c · (threads · kVec) + t · kVec + v. A warp's reduction instruction then writes 32 consecutive
 // kVec-vectors: whole 128-byte lines. Written row-major instead (the accumulator's own layout: a
 // thread holds pairs of adjacent columns in 8 rows), each instruction touched 8 lines, and the
@@ -126,7 +131,7 @@ struct DqAccumOrder {
 };
 
 template <typename Traits>
-__device__ __forceinline__ float* dq_accum_tile(const BwdGradParams& g, const FwdTile& t, int m_block,
+__device__ __forceinline__ float* dq_accum_tile(const BwdGradArgs& g, const WorkTile& t, int m_block,
                                                 int seqlen_q, int heads_q) {
   static_assert(kDqAccumRowAlign % Traits::kBlockM == 0, "the workspace reserves whole tiles");
   return g.dq_accum +
@@ -138,7 +143,7 @@ __device__ __forceinline__ float* dq_accum_tile(const BwdGradParams& g, const Fw
 // the tile has room for every row and column, and rows past the sequence / columns past head_dim
 // hold exact zeros (their dS rows and K columns are zero).
 template <typename Traits, typename Acc>
-__device__ __forceinline__ void add_dq_atomic(Acc const& acc_dq, const BwdGradParams& g, const FwdTile& t,
+__device__ __forceinline__ void add_dq_atomic(Acc const& acc_dq, const BwdGradArgs& g, const WorkTile& t,
                                               int seqlen_q, int heads_q, int m_block) {
   constexpr int kVec = DqAccumOrder::kVec;
   static_assert(decltype(size(acc_dq))::value % kVec == 0, "whole vectors per thread");
@@ -148,7 +153,8 @@ __device__ __forceinline__ void add_dq_atomic(Acc const& acc_dq, const BwdGradPa
   for (int i = 0; i < size(acc_dq); i += kVec) {
     float* dst = tile + DqAccumOrder::index<Traits::kNThreads>(i, tid);
     if constexpr (kVec == 4) {
-      atomicAdd(reinterpret_cast<float4*>(dst), make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+      atomicAdd(reinterpret_cast<float4*>(dst),
+                make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
     } else {
       atomicAdd(dst, acc_dq(i));
     }
@@ -158,7 +164,7 @@ __device__ __forceinline__ void add_dq_atomic(Acc const& acc_dq, const BwdGradPa
 // The inverse read: query block m_block's dq_accum tile -> acc_dq, the same fragment add_dq_atomic
 // took it from (bwd_convert_dq_kernel).
 template <typename Traits, typename Acc>
-__device__ __forceinline__ void load_dq_accum(Acc& acc_dq, const BwdGradParams& g, const FwdTile& t,
+__device__ __forceinline__ void load_dq_accum(Acc& acc_dq, const BwdGradArgs& g, const WorkTile& t,
                                               int seqlen_q, int heads_q, int m_block) {
   constexpr int kVec = DqAccumOrder::kVec;
   const float* tile = dq_accum_tile<Traits>(g, t, m_block, seqlen_q, heads_q);
@@ -176,18 +182,17 @@ __device__ __forceinline__ void load_dq_accum(Acc& acc_dq, const BwdGradParams& 
 }
 
 // dQ = scale · acc_dq -> the dtype output (deterministic dQ kernel, conversion kernel), staged in
-// smem (one Q tile's worth that no thread still reads). Every thread of the CTA must call this.
+// smem (one (BLK_M, HDIM) tile that no thread still reads). Every thread of the CTA must call this.
 template <typename Traits, typename Acc>
-__device__ __forceinline__ void store_dq(Acc const& acc_dq, const BwdGradParams& g, const FwdTile& t,
-                                         float softmax_scale, int head_dim, char* smem) {
+__device__ __forceinline__ void store_dq(Acc const& acc_dq, const BwdGradArgs& g, const WorkTile& t,
+                                         float softmax_scale, int head_dim, typename Traits::Element* smem) {
   using Element = typename Traits::Element;
   const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
   Element* dst = static_cast<Element*>(g.dq) +
                  t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
   store_tile_through_smem<typename Traits::TiledMmadQ, typename Traits::SmemLayoutQdO,
-                          typename Traits::GmemTiledCopyStore>(acc_dq, softmax_scale, reinterpret_cast<Element*>(smem),
-                                                               dst, g.dq_row_stride, t.q_len - static_cast<int>(m0),
-                                                               head_dim);
+                          typename Traits::GmemTiledCopyStore>(
+      acc_dq, softmax_scale, smem, dst, g.dq_row_stride, t.q_len - static_cast<int>(m0), head_dim);
 }
 
 }  // namespace sm80

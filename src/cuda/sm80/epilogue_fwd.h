@@ -3,15 +3,17 @@
 // O goes registers -> shared -> global (tile_store.h: coalesced 16-byte stores), staged where Q
 // was. Rows past the sequence and columns past head_dim are not written. LSE is written by the
 // first thread of each quad (all four hold the same rows).
+// Arguments: common::FwdOutputArgs; Params: the same. SharedStorage: the O tile (the kernel puts it
+// in a union with the mainloop's, so it lands where Q was: Q is no longer needed).
 #pragma once
 
 #include <cstdint>
 
 #include <cute/tensor.hpp>
 
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/fragments.h"
-#include "cuda/sm80/fwd_params.h"
-#include "cuda/sm80/tile_scheduler.h"
 #include "cuda/sm80/tile_store.h"
 
 namespace flashlab {
@@ -26,6 +28,14 @@ struct EpilogueFwd {
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kRows = Traits::kRowsPerThread;
 
+  using Arguments = FwdOutputArgs;
+  using Params = FwdOutputArgs;
+  static Params to_params(const Arguments& a) { return a; }
+
+  struct SharedStorage {
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutO>, 128> o;  // (BLK_M, HDIM)
+  };
+
   Element* o_ptr;  // row 0 of this CTA's query block
   int64_t o_row_stride;
   float* lse_ptr;  // LSE of row 0 of this CTA's query block; null: not requested
@@ -33,7 +43,7 @@ struct EpilogueFwd {
   int head_dim;
   int tid;
 
-  __device__ EpilogueFwd(const EpilogueParams& p, const FwdTile& t)
+  __device__ EpilogueFwd(const Params& p, const WorkTile& t)
       : o_row_stride(p.o_row_stride), head_dim(p.head_dim), tid(static_cast<int>(threadIdx.x)) {
     const int64_t m0 = int64_t(t.m_block) * kBlockM;
     o_ptr = static_cast<Element*>(p.o) +
@@ -45,7 +55,7 @@ struct EpilogueFwd {
   // acc_o: ((2, 2), MMA_M, HDIM / 8) fp32, already normalized; lse: one value per thread row.
   // Every thread of the CTA must call this (it contains a barrier).
   template <typename AccO>
-  __device__ void store(AccO const& acc_o, const float (&lse)[kRows], char* smem) const {
+  __device__ void store(AccO const& acc_o, const float (&lse)[kRows], SharedStorage& smem) const {
     typename Traits::TiledMma mma;
     auto thr_mma = mma.get_thread_slice(tid);
 
@@ -60,9 +70,10 @@ struct EpilogueFwd {
       }
     }
 
-    // ---- O: through shared memory (the swizzled Q layout: Q is no longer needed).
-    store_tile_through_smem<typename Traits::TiledMma, typename Traits::SmemLayoutO, typename Traits::GmemTiledCopyO>(
-        acc_o, 1.0f, reinterpret_cast<Element*>(smem), o_ptr, o_row_stride, q_rows, head_dim);
+    // ---- O: through shared memory (the swizzled Q layout).
+    store_tile_through_smem<typename Traits::TiledMma, typename Traits::SmemLayoutO,
+                            typename Traits::GmemTiledCopyO>(acc_o, 1.0f, smem.o.data(), o_ptr, o_row_stride,
+                                                             q_rows, head_dim);
   }
 };
 

@@ -1,16 +1,26 @@
-// src/cuda/sm80/flash_fwd_kernel.h — the forward __global__: wires the pieces, computes nothing.
+// src/cuda/sm80/flash_fwd_kernel.h — the forward kernel: wires its pieces, computes nothing.
 //
-//   tile      = FwdTileScheduler::tile()            which (query block, head, sequence)
+// FlashFwdKernel is templated on its pieces, each a struct with a host Arguments, a device Params
+// and to_params() (CUTLASS's collective / kernel / device split):
+//   TileScheduler  common::FwdTileScheduler   which (query block, head, sequence) a CTA owns
+//   Mainloop       MainloopFwd<Traits>        loads and matrix products (mainloop_fwd.h)
+//   Variant        common::ScoreVariant       score transform and mask (common/variant.h)
+//   Dropout        common::Dropout<k>         keep-mask on P (common/dropout.h)
+//   Epilogue       EpilogueFwd<Traits>        O and LSE out (epilogue_fwd.h)
+// Its Params hold each piece's Params; its SharedStorage is the pieces' storage (the mainloop's
+// and the epilogue's alias: O is staged where Q was). device_kernel<Kernel> is the __global__.
+//
+//   tile      = TileScheduler::get_tile()           which (query block, head, sequence)
 //   range     = KeyBlockRange(mask, tile)           key blocks that can hold a visible key
 //   for key blocks, last to first:                  (the masked diagonal block comes first; blocks
 //                                                   that need no mask run in a loop of their own)
-//     S = Q·Kᵀ                                      MainloopFwd::gemm_qk
-//     S = hook(S)                                   ScoreHook: scale, softcap, ALiBi, mask
+//     S = Q·Kᵀ                                      Mainloop::gemm_qk
+//     S = variant(S)                                Variant::before_softmax: scale, softcap, ALiBi, mask
 //     P = softmax.update(S, O)                      OnlineSoftmax: m, l, O rescale
 //     P = dropout(P)                                Dropout
-//     O += P·V                                      MainloopFwd::gemm_pv (P stays in registers)
+//     O += P·V                                      Mainloop::gemm_pv (P stays in registers)
 //   O /= l; LSE                                     OnlineSoftmax::finalize
-//   store O, LSE                                    EpilogueFwd
+//   store O, LSE                                    Epilogue
 //
 // Pipelining (as FlashAttention-2 on sm80): one K and one V buffer. While S = Q·K(n) runs, V(n)
 // is in flight; while P·V(n) runs, K(n - 1) is in flight. Two barriers per key block:
@@ -20,94 +30,133 @@
 
 #include <cute/tensor.hpp>
 
-#include "cuda/sm80/dropout.h"
-#include "cuda/sm80/epilogue_fwd.h"
+#include "cuda/common/block_range.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/softmax.h"
+#include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/fragments.h"
-#include "cuda/sm80/fwd_params.h"
-#include "cuda/sm80/mainloop_fwd.h"
-#include "cuda/sm80/mask.h"
-#include "cuda/sm80/softmax.h"
-#include "cuda/sm80/tile_scheduler.h"
 
 namespace flashlab {
 namespace sm80 {
 
 using namespace cute;
 
-template <typename Traits, bool kDropout>
-__global__ void __launch_bounds__(Traits::kNThreads, 1)
-    flash_fwd_kernel(__grid_constant__ const FwdKernelParams params) {
+template <typename Mainloop_, typename Epilogue_, typename TileScheduler_, typename Variant_,
+          typename Dropout_>
+struct FlashFwdKernel {
+  using Mainloop = Mainloop_;
+  using Epilogue = Epilogue_;
+  using TileScheduler = TileScheduler_;
+  using Variant = Variant_;
+  using Dropout = Dropout_;
+  using Traits = typename Mainloop::Traits;
   using Element = typename Traits::Element;
-  constexpr int kBlockM = Traits::kBlockM;
-  constexpr int kBlockN = Traits::kBlockN;
-  constexpr int kHeadDim = Traits::kHeadDim;
-  extern __shared__ __align__(128) char smem[];
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kThreads = Traits::kNThreads;
+  static constexpr int kMinBlocksPerSm = 1;
 
-  const FwdTile tile = FwdTileScheduler::tile(params.seq);
-  if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (CTA-uniform)
-
-  typename Traits::TiledMma mma;
-  auto thr_mma = mma.get_thread_slice(static_cast<int>(threadIdx.x));  // int: coordinates stay signed
-  Tensor acc_o =
-      partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, HDIM / 8) fp32
-  clear(acc_o);
-  Tensor o = rowcol_view(acc_o);                                          // (rows, HDIM cols)
-  Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
-  Tensor tScS = rowcol_view(thr_mma.partition_C(cS));                     // (rows, cols) -> (row, col)
-
-  const KeyBlockRange<kBlockM, kBlockN> range(params.score, tile);
-  const ScoreHook<Traits> hook(params.score, tile);
-  const Dropout<kDropout> dropout(params.dropout, tile, params.seq.heads_q);
-  OnlineSoftmax<Traits::kRowsPerThread> softmax;
-
-  if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
-    const MainloopFwd<Traits> mainloop(params.mainloop, tile, smem);
-    const float scale_log2 = hook.softmax_scale_log2();
-    // One key block; kMask: apply the per-element mask (mask.h). Barriers as described above.
-    auto step = [&](int n_block, auto mask_flag) __attribute__((always_inline)) {
-      constexpr bool kMask = decltype(mask_flag)::value;
-      Tensor acc_s =
-          partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
-      clear(acc_s);
-      cp_async_wait<0>();
-      __syncthreads();  // (1)
-      mainloop.load_v(n_block);
-      cp_async_fence();
-
-      mainloop.gemm_qk(acc_s);
-      Tensor s = rowcol_view(acc_s);  // (rows, cols)
-      hook.template before_softmax<kMask>(s, tScS, n_block);
-
-      cp_async_wait<0>();
-      __syncthreads();  // (2)
-      if (n_block > range.n_min) {
-        mainloop.load_k(n_block - 1);
-        cp_async_fence();
-      }
-
-      softmax.update(s, o, scale_log2);
-      dropout.apply(s, tScS, tile.m_block * kBlockM, n_block * kBlockN);
-      Tensor rP = convert_fragment<Element>(acc_s);                        // ((2, 2), MMA_M, MMA_N) 16-bit
-      Tensor tOrP = make_tensor(rP.data(), acc_to_a_layout(rP.layout()));  // ((2, 2, 2), MMA_M, BLK_N / 16)
-      mainloop.gemm_pv(acc_o, tOrP);
-    };
-    mainloop.load_q();
-    mainloop.load_k(range.n_max - 1);
-    cp_async_fence();
-    // Last to first, in three loops: blocks that need the mask (the causal diagonal, the sequence
-    // end), the blocks every row sees whole (no mask code compiled in), the masked rest (a window's
-    // left edge). Separate loops keep the mask instructions out of the unmasked blocks' stream.
-    const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
-    int n_block = range.n_max - 1;
-    for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
-    for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
-    for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
+  struct Params {
+    typename TileScheduler::Params scheduler;
+    typename Mainloop::Params mainloop;
+    typename Variant::Params variant;
+    typename Dropout::Params dropout;
+    typename Epilogue::Params epilogue;
+  };
+  static Params to_params(const common::FwdArguments& a) {
+    return Params{TileScheduler::to_params(a.seq), Mainloop::to_params(a.in), Variant::to_params(a.score),
+                  Dropout::to_params(a.dropout), Epilogue::to_params(a.out)};
   }
 
-  float lse[Traits::kRowsPerThread];
-  softmax.finalize(o, hook.lse_scale(), dropout.keep_scale(), lse);
-  const EpilogueFwd<Traits> epilogue(params.epilogue, tile);
-  epilogue.store(acc_o, lse, smem);
+  union SharedStorage {
+    typename Mainloop::SharedStorage mainloop;
+    typename Epilogue::SharedStorage epilogue;
+  };
+  static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
+  static_assert(kSharedStorageBytes == Traits::kSmemBytes,
+                "the storage is exactly the tiles tile_size.h counts");
+
+  static dim3 grid(const Params& params) { return TileScheduler::grid(params.scheduler, kBlockM); }
+
+  __device__ void operator()(const Params& params, SharedStorage& smem) const {
+    const WorkTile tile = TileScheduler::get_tile(params.scheduler);
+    if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (CTA-uniform)
+
+    typename Traits::TiledMma mma;
+    auto thr_mma = mma.get_thread_slice(static_cast<int>(threadIdx.x));  // int: coordinates stay signed
+    Tensor acc_o =
+        partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2), MMA_M, HDIM / 8) fp32
+    clear(acc_o);
+    Tensor o = rowcol_view(acc_o);                                          // (rows, HDIM cols)
+    Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
+    Tensor tScS = rowcol_view(thr_mma.partition_C(cS));                     // (rows, cols) -> (row, col)
+
+    const KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+    const Variant variant(params.variant, tile);
+    const Dropout dropout(params.dropout, tile, params.scheduler.heads_q);
+    OnlineSoftmax<Traits::kRowsPerThread> softmax;
+
+    if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
+      const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
+      const float scale_log2 = variant.softmax_scale_log2();
+      // One key block; kMask: apply the per-element mask. Barriers as described above.
+      auto step = [&](int n_block, auto mask_flag) __attribute__((always_inline)) {
+        constexpr bool kMask = decltype(mask_flag)::value;
+        Tensor acc_s =
+            partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
+        clear(acc_s);
+        cp_async_wait<0>();
+        __syncthreads();  // (1)
+        mainloop.load_v(n_block);
+        cp_async_fence();
+
+        mainloop.gemm_qk(acc_s);
+        Tensor s = rowcol_view(acc_s);  // (rows, cols)
+        variant.template before_softmax<kMask>(s, tScS, n_block);
+
+        cp_async_wait<0>();
+        __syncthreads();  // (2)
+        if (n_block > range.n_min) {
+          mainloop.load_k(n_block - 1);
+          cp_async_fence();
+        }
+
+        softmax.update(s, o, scale_log2);
+        dropout.apply(s, tScS, tile.m_block * kBlockM, n_block * kBlockN);
+        Tensor rP = convert_fragment<Element>(acc_s);                        // ((2, 2), MMA_M, MMA_N) 16-bit
+        Tensor tOrP = make_tensor(rP.data(), acc_to_a_layout(rP.layout()));  // ((2, 2, 2), MMA_M, BLK_N / 16)
+        mainloop.gemm_pv(acc_o, tOrP);
+      };
+      mainloop.load_q();
+      mainloop.load_k(range.n_max - 1);
+      cp_async_fence();
+      // Last to first, in three loops: blocks that need the mask (the causal diagonal, the sequence
+      // end), the blocks every row sees whole (no mask code compiled in), the masked rest (a
+      // window's left edge). Separate loops keep the mask instructions out of the unmasked blocks'
+      // stream.
+      const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
+      int n_block = range.n_max - 1;
+      for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
+      for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
+      for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
+    }
+
+    float lse[Traits::kRowsPerThread];
+    softmax.finalize(o, variant.lse_scale(), dropout.keep_scale(), lse);
+    const Epilogue epilogue(params.epilogue, tile);
+    epilogue.store(acc_o, lse, smem.epilogue);
+  }
+};
+
+// The __global__ of every sm80 kernel struct: the parameters stay in the constant bank
+// (__grid_constant__: pieces hold references into them), the dynamic shared memory is the
+// kernel's SharedStorage.
+template <typename Kernel>
+__global__ void __launch_bounds__(Kernel::kThreads, Kernel::kMinBlocksPerSm)
+    device_kernel(__grid_constant__ const typename Kernel::Params params) {
+  extern __shared__ __align__(128) char smem[];
+  Kernel{}(params, *reinterpret_cast<typename Kernel::SharedStorage*>(smem));
 }
 
 }  // namespace sm80

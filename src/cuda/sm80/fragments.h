@@ -11,10 +11,14 @@
 #include <cutlass/array.h>
 #include <cutlass/numeric_conversion.h>
 
+#include "cuda/common/math.h"
+
 namespace flashlab {
 namespace sm80 {
 
 using namespace cute;
+// The architecture-neutral pieces (src/cuda/common/) are used unqualified in sm80's code.
+using namespace common;
 
 // ((2, 2), MMA_M, MMA_N) -> ((2, MMA_M), (2, MMA_N)): mode 0 indexes the thread's rows, mode 1 its
 // columns, so row reductions are loops over mode 1.
@@ -54,23 +58,6 @@ __device__ __forceinline__ auto convert_fragment(Tensor<Engine, Layout> const& t
   *reinterpret_cast<cutlass::Array<To, kN>*>(out.data()) =
       convert(*reinterpret_cast<cutlass::Array<From, kN> const*>(t.data()));
   return out;
-}
-
-// The four threads of a quad (lanes 4g .. 4g + 3) hold the same accumulator rows.
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 2);
-  return x + __shfl_xor_sync(0xffffffffu, x, 1);
-}
-
-// 2^x with one MUFU.EX2 (relative error ~2^-22; ex2(-inf) = +0, which the masked scores rely on).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 }  // namespace sm80

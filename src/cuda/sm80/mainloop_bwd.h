@@ -8,6 +8,9 @@
 //   gemm_dv / gemm_dk                    dV += Pᵀ·dO, dK += dSᵀ·Q           (TiledMmadKV)
 //   gemm_dq                              dQ (+)= dS·K                       (TiledMmadQ)
 // The kernels (flash_bwd_kernel.h) order these calls and own the barriers between them.
+// Arguments: the backward's inputs (common::BwdInputArgs), the row statistics (LSE, D) and the
+// call's seqlen_q (D's row stride for fixed lengths); Params: the same. SharedStorage: Q and dO
+// (kStages each), K, V, P and dS.
 #pragma once
 
 #include <cmath>
@@ -15,11 +18,11 @@
 
 #include <cute/tensor.hpp>
 
-#include "cuda/sm80/bwd_params.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/math.h"  // kLog2e
+#include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/fragments.h"
-#include "cuda/sm80/mainloop_fwd.h"  // gemm_ss
-#include "cuda/sm80/mask.h"          // kLog2e
-#include "cuda/sm80/tile_scheduler.h"
+#include "cuda/sm80/mainloop_fwd.h"  // gemm_ss, load_tile_async
 
 namespace flashlab {
 namespace sm80 {
@@ -46,14 +49,39 @@ __device__ __forceinline__ void gemm_smem(Acc& acc, SA const& sA, FA const& fA, 
   gemm_ss(mma, acc, tCrA, tCrB, tCsA, tCsB, copy_a, copy_b, thr_copy_a, thr_copy_b);
 }
 
-template <typename Traits>
+template <typename Traits_>
 struct MainloopBwd {
+  using Traits = Traits_;
   using Element = typename Traits::Element;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kStages = Traits::kStages;
 
-  const BwdInputParams& p;
+  struct Arguments {
+    BwdInputArgs in;
+    BwdRowArgs rows;
+    int seqlen_q = 0;  // the call's (maximum) query length
+  };
+  using Params = Arguments;
+  static Params to_params(const Arguments& a) { return a; }
+
+  template <typename Layout>
+  using Tile = array_aligned<Element, cosize_v<Layout>, 128>;
+  template <typename Layout>
+  using Stages = array_aligned<Element, kStages * cosize_v<Layout>, 128>;
+  struct SharedStorage {
+    Stages<typename Traits::SmemLayoutQdO> q;   // kStages × (BLK_M, HDIM)
+    Stages<typename Traits::SmemLayoutQdO> dO;  // kStages × (BLK_M, HDIM)
+    Tile<typename Traits::SmemLayoutKV> k;      // (BLK_N, HDIM)
+    Tile<typename Traits::SmemLayoutKV> v;      // (BLK_N, HDIM)
+    Tile<typename Traits::SmemLayoutPdS> p;     // (BLK_M, BLK_N) P ∘ Z
+    Tile<typename Traits::SmemLayoutPdS> ds;    // (BLK_M, BLK_N) dS
+  };
+  static_assert(sizeof(SharedStorage) == Traits::kSmemBytes,
+                "the storage is exactly what bwd_tile_size.h counts");
+
+  const BwdInputArgs& p;
   const Element* q_ptr;   // row 0 of the sequence, query head
   const Element* do_ptr;  // row 0 of the sequence, query head
   const Element* k_ptr;   // row 0 of the sequence, kv head
@@ -61,12 +89,12 @@ struct MainloopBwd {
   const float* lse_ptr;   // LSE of row 0 of the sequence, query head
   const float* dsum_ptr;  // D of row 0 of the sequence, query head (workspace)
   int q_len, k_len;
-  char* smem;
+  SharedStorage& smem;
   int tid;
 
-  __device__ MainloopBwd(const BwdInputParams& params, const BwdRowParams& rows, const SeqParams& seq,
-                         const FwdTile& t, char* smem_)
-      : p(params), q_len(t.q_len), k_len(t.k_len), smem(smem_), tid(static_cast<int>(threadIdx.x)) {
+  __device__ MainloopBwd(const Params& params, const WorkTile& t, SharedStorage& smem_)
+      : p(params.in), q_len(t.q_len), k_len(t.k_len), smem(smem_), tid(static_cast<int>(threadIdx.x)) {
+    const BwdRowArgs& rows = params.rows;
     const int kv_head = t.head / p.kv_group;
     q_ptr = static_cast<const Element*>(p.q) +
             t.q_offset(p.q_batch_stride, p.q_row_stride, p.q_head_stride, 0, t.head);
@@ -78,19 +106,19 @@ struct MainloopBwd {
             t.k_offset(p.v_batch_stride, p.v_row_stride, p.v_head_stride, 0, kv_head);
     lse_ptr = rows.lse + t.lse_offset(rows.lse_batch_stride, rows.lse_head_stride);
     // D: (heads_q, rows_q) with row b · seqlen_q + i, or the packed row for varlen.
-    dsum_ptr = rows.dsum + t.q_offset(seq.seqlen_q, 1, rows.rows_q, 0, t.head);
+    dsum_ptr = rows.dsum + t.q_offset(params.seqlen_q, 1, rows.rows_q, 0, t.head);
   }
 
   __device__ Element* smem_q(int stage) const {
-    return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetQ + stage * Traits::kSmemQdOBytes);
+    return smem.q.data() + stage * cosize_v<typename Traits::SmemLayoutQdO>;
   }
   __device__ Element* smem_do(int stage) const {
-    return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetdO + stage * Traits::kSmemQdOBytes);
+    return smem.dO.data() + stage * cosize_v<typename Traits::SmemLayoutQdO>;
   }
-  __device__ Element* smem_k() const { return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetK); }
-  __device__ Element* smem_v() const { return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetV); }
-  __device__ Element* smem_p() const { return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetP); }
-  __device__ Element* smem_ds() const { return reinterpret_cast<Element*>(smem + Traits::kSmemOffsetdS); }
+  __device__ Element* smem_k() const { return smem.k.data(); }
+  __device__ Element* smem_v() const { return smem.v.data(); }
+  __device__ Element* smem_p() const { return smem.p.data(); }
+  __device__ Element* smem_ds() const { return smem.ds.data(); }
 
   __device__ void load_q(int m_block, int stage) const {
     const int64_t m0 = int64_t(m_block) * kBlockM;

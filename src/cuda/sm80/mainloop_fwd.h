@@ -7,14 +7,17 @@
 //   gemm_pv                    O += P·V: P is already in registers (the A operand), V streams
 //                              through ldmatrix.trans.
 // The kernel (flash_fwd_kernel.h) orders these calls and owns the barriers between them.
+// Arguments: common::FwdInputArgs (q, k, v, strides); Params: the same (sm80 precomputes nothing).
+// SharedStorage: Q, one K and one V tile.
 #pragma once
 
 #include <cstdint>
 
 #include <cute/tensor.hpp>
 
-#include "cuda/sm80/fwd_params.h"
-#include "cuda/sm80/tile_scheduler.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/sm80/fragments.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -81,9 +84,9 @@ __device__ __forceinline__ void load_tile_async(const typename Traits::Element* 
   Tensor c = make_identity_tensor(make_shape(Int<kRows>{}, Int<kHeadDim>{}));  // (ROWS, HDIM) -> (row, col)
   typename Traits::GmemTiledCopyQKV tiled_copy;
   auto thr_copy = tiled_copy.get_thread_slice(tid);
-  Tensor tg = thr_copy.partition_S(g);  // (CPY, CPY_M, CPY_K)
-  Tensor ts = thr_copy.partition_D(s);  // (CPY, CPY_M, CPY_K)
-  Tensor tc = thr_copy.partition_S(c);  // (CPY, CPY_M, CPY_K) -> (row, col)
+  Tensor tg = thr_copy.partition_S(g);                // (CPY, CPY_M, CPY_K)
+  Tensor ts = thr_copy.partition_D(s);                // (CPY, CPY_M, CPY_K)
+  Tensor tc = thr_copy.partition_S(c);                // (CPY, CPY_M, CPY_K) -> (row, col)
   if (valid_rows >= kRows && head_dim == kHeadDim) {  // a whole tile: no per-copy predicates
     copy(tiled_copy, tg, ts);
     return;
@@ -102,26 +105,37 @@ __device__ __forceinline__ void load_tile_async(const typename Traits::Element* 
   }
 }
 
-template <typename Traits>
+template <typename Traits_>
 struct MainloopFwd {
+  using Traits = Traits_;
   using Element = typename Traits::Element;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
 
+  using Arguments = FwdInputArgs;
+  using Params = FwdInputArgs;
+  static Params to_params(const Arguments& a) { return a; }
+
+  struct SharedStorage {
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 128> q;   // (BLK_M, HDIM)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutKV>, 128> k;  // (BLK_N, HDIM)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutKV>, 128> v;  // (BLK_N, HDIM)
+  };
+
   // Uniform values (strides, head_dim) stay in the kernel parameters (constant bank) instead of
   // registers: the accumulators need almost all of them.
-  const MainloopParams& p;
+  const Params& p;
   // Row 0 of this CTA's query block and row 0 of the sequence's keys and values.
   const Element* q_ptr;
   const Element* k_ptr;
   const Element* v_ptr;
   int q_rows;  // valid query rows from q_ptr on (may exceed kBlockM)
   int k_len;   // keys in the sequence
-  char* smem;  // Q tile, then K tile, then V tile
+  SharedStorage& smem;
   int tid;
 
-  __device__ MainloopFwd(const MainloopParams& params, const FwdTile& t, char* smem_)
+  __device__ MainloopFwd(const Params& params, const WorkTile& t, SharedStorage& smem_)
       : p(params), smem(smem_), tid(static_cast<int>(threadIdx.x)) {
     const int64_t m0 = int64_t(t.m_block) * kBlockM;
     const int kv_head = t.head / p.kv_group;
@@ -134,11 +148,9 @@ struct MainloopFwd {
     q_rows = t.q_len - static_cast<int>(m0);
     k_len = t.k_len;
   }
-  __device__ Element* smem_q() const { return reinterpret_cast<Element*>(smem); }
-  __device__ Element* smem_k() const { return reinterpret_cast<Element*>(smem + Traits::kSmemQBytes); }
-  __device__ Element* smem_v() const {
-    return reinterpret_cast<Element*>(smem + Traits::kSmemQBytes + Traits::kSmemKVBytes);
-  }
+  __device__ Element* smem_q() const { return smem.q.data(); }
+  __device__ Element* smem_k() const { return smem.k.data(); }
+  __device__ Element* smem_v() const { return smem.v.data(); }
 
   __device__ void load_q() const {
     load_tile_async<Traits, kBlockM, typename Traits::SmemLayoutQ>(q_ptr, p.q_row_stride, q_rows, p.head_dim,
@@ -187,7 +199,6 @@ struct MainloopFwd {
     Tensor tOsVt = thr_copy_v.partition_S(sVt);  // (CPY, CPY_N, CPY_K)
     gemm_rs(mma, acc_o, tOrP, tOrVt, tOsVt, copy_v, thr_copy_v);
   }
-
 };
 
 }  // namespace sm80

@@ -54,14 +54,5 @@ constexpr FwdTileSize fwd_tile_size(int head_dim, bool dropout) {
                            : FwdTileSize{64, 64, 4};
 }
 
-// Head dims are compiled in buckets; a head_dim that is a multiple of 8 runs in the next bucket up
-// (the unused columns are zero-filled on load and not stored).
-constexpr int kHeadDimBuckets[] = {32, 64, 96, 128, 192, 256};
-constexpr int head_dim_bucket(int head_dim) {
-  for (int b : kHeadDimBuckets)
-    if (head_dim <= b) return b;
-  return 0;  // larger than every bucket: unsupported
-}
-
 }  // namespace sm80
 }  // namespace flashlab

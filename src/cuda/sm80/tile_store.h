@@ -26,8 +26,9 @@ using namespace cute;
 // valid_rows, columns < valid_cols. smem: kRows × kCols 16-bit elements no thread still reads
 // (the caller's barrier); every thread of the CTA must call this (it contains a barrier).
 template <typename TiledMma, typename SmemLayout, typename GmemTiledCopy, typename Element, typename Acc>
-__device__ __forceinline__ void store_tile_through_smem(Acc const& acc, float scale, Element* smem, Element* gptr,
-                                                        int64_t row_stride, int valid_rows, int valid_cols) {
+__device__ __forceinline__ void store_tile_through_smem(Acc const& acc, float scale, Element* smem,
+                                                        Element* gptr, int64_t row_stride, int valid_rows,
+                                                        int valid_cols) {
   constexpr int kRows = decltype(size<0>(SmemLayout{}))::value;
   constexpr int kCols = decltype(size<1>(SmemLayout{}))::value;
   const int tid = static_cast<int>(threadIdx.x);
@@ -50,10 +51,10 @@ __device__ __forceinline__ void store_tile_through_smem(Acc const& acc, float sc
   Tensor c = make_identity_tensor(Shape<Int<kRows>, Int<kCols>>{});  // (ROWS, COLS) -> (row, col)
   GmemTiledCopy copy_s2g;
   auto thr_s2g = copy_s2g.get_thread_slice(tid);
-  Tensor ts = thr_s2g.partition_S(s);            // (CPY, CPY_M, CPY_K)
-  Tensor tg = thr_s2g.partition_D(g);            // (CPY, CPY_M, CPY_K)
-  Tensor tc = thr_s2g.partition_D(c);            // (CPY, CPY_M, CPY_K) -> (row, col)
-  Tensor tr = make_tensor<Element>(shape(tg));   // (CPY, CPY_M, CPY_K)
+  Tensor ts = thr_s2g.partition_S(s);           // (CPY, CPY_M, CPY_K)
+  Tensor tg = thr_s2g.partition_D(g);           // (CPY, CPY_M, CPY_K)
+  Tensor tc = thr_s2g.partition_D(c);           // (CPY, CPY_M, CPY_K) -> (row, col)
+  Tensor tr = make_tensor<Element>(shape(tg));  // (CPY, CPY_M, CPY_K)
   copy(copy_s2g, ts, tr);
   CUTE_UNROLL
   for (int m = 0; m < size<1>(tg); ++m) {

@@ -5,7 +5,7 @@
 namespace flashlab {
 namespace sm80 {
 
-template Status run_bwd<DType::kFloat16, 256>(const BwdKernelParams& params, void* stream);
+template Status run_bwd<DType::kFloat16, 256>(const common::BwdArguments& args, void* stream);
 
 }  // namespace sm80
 }  // namespace flashlab

@@ -5,7 +5,7 @@
 namespace flashlab {
 namespace sm80 {
 
-template Status run_fwd<DType::kBFloat16, 32>(const FwdKernelParams& params, void* stream);
+template Status run_fwd<DType::kBFloat16, 32>(const common::FwdArguments& args, void* stream);
 
 }  // namespace sm80
 }  // namespace flashlab

@@ -1,4 +1,4 @@
-// src/cuda/sm80/softmax.h — the online softmax state of the rows one thread holds.
+// src/cuda/common/softmax.h — the online softmax state of the rows one thread holds.
 //
 // Per key block (S already scaled and masked by the score hook):
 //   m' = max(m, rowmax S);  α = 2^((m - m')·c);  P = 2^(S·c - m'·c);  l = α·l + rowsum P;  O = α·O
@@ -11,10 +11,10 @@
 
 #include <cmath>
 
-#include "cuda/sm80/fragments.h"
+#include "cuda/common/math.h"
 
 namespace flashlab {
-namespace sm80 {
+namespace common {
 
 template <int kRows>
 struct OnlineSoftmax {
@@ -73,5 +73,5 @@ struct OnlineSoftmax {
   }
 };
 
-}  // namespace sm80
+}  // namespace common
 }  // namespace flashlab

@@ -1,4 +1,4 @@
-// src/cuda/sm80/bwd_prepost.h — the small kernels before and after the backward's main kernel.
+// src/cuda/common/bwd_prepost.h — the small kernels before and after the backward's main kernel.
 //
 //   bwd_preprocess_kernel   D_i = rowsum(dO_i ∘ O_i) in fp32 -> workspace dsum (FlashAttention-2's
 //                           "dot(dO, O)"; O is the forward's output, dropout scaling included).
@@ -16,10 +16,10 @@
 
 #include <cutlass/numeric_types.h>
 
-#include "cuda/sm80/bwd_params.h"
+#include "cuda/common/kernel_args.h"
 
 namespace flashlab {
-namespace sm80 {
+namespace common {
 
 constexpr int kPrepostRows = 64;      // rows per CTA
 constexpr int kPrepostThreads = 128;  // 4 warps, one row each at a time
@@ -62,10 +62,10 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-template <typename Element>
+template <typename Element, typename Params>
 __global__ void __launch_bounds__(kPrepostThreads)
-    bwd_preprocess_kernel(__grid_constant__ const BwdKernelParams params) {
-  const BwdInputParams& in = params.in;
+    bwd_preprocess_kernel(__grid_constant__ const Params params) {
+  const BwdInputArgs& in = params.in;
   const SeqRows s(params.seq.cu_seqlens_q, params.seq.seqlen_q, static_cast<int>(blockIdx.z));
   const int head = static_cast<int>(blockIdx.y);
   const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
@@ -91,10 +91,10 @@ __global__ void __launch_bounds__(kPrepostThreads)
 }
 
 // Grid (row blocks of seqlen_k, heads_kv, batch).
-template <typename Element>
+template <typename Element, typename Params>
 __global__ void __launch_bounds__(kPrepostThreads)
-    bwd_convert_dkv_kernel(__grid_constant__ const BwdKernelParams params) {
-  const BwdGradParams& g = params.grad;
+    bwd_convert_dkv_kernel(__grid_constant__ const Params params) {
+  const BwdGradArgs& g = params.grad;
   const int hd = params.in.head_dim;
   const SeqRows s(params.seq.cu_seqlens_k, params.seq.seqlen_k, static_cast<int>(blockIdx.z));
   const int kv_head = static_cast<int>(blockIdx.y);
@@ -133,5 +133,5 @@ __global__ void __launch_bounds__(kPrepostThreads)
   }
 }
 
-}  // namespace sm80
+}  // namespace common
 }  // namespace flashlab

@@ -1,4 +1,4 @@
-// src/cuda/sm80/dropout.h — dropout on the probabilities P, with the CPU reference's keep-mask.
+// src/cuda/common/dropout.h — dropout on the probabilities P, with the CPU reference's keep-mask.
 //
 // The mask is flashlab/philox.h's dropout_words(), called with the same key (seed, offset, batch,
 // heads_q, head, row, col) as every other backend, so a kept element here is kept everywhere, bit
@@ -13,22 +13,31 @@
 
 #include <cute/tensor.hpp>
 
-#include "cuda/sm80/fwd_params.h"
-#include "cuda/sm80/tile_scheduler.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
 #include "flashlab/philox.h"
 
 namespace flashlab {
-namespace sm80 {
+namespace common {
 
 using namespace cute;
 
+// The keep bits assume a (rows, cols) view of the accumulator whose column mode is (column pair,
+// n8 tile): sm80's rowcol_view of an m16n8 accumulator (sm80/fragments.h).
 template <bool kEnabled>
 struct Dropout;
 
+// Arguments / Params of both specializations.
+struct DropoutPiece {
+  using Arguments = DropoutArgs;
+  using Params = DropoutArgs;
+  static Params to_params(const Arguments& a) { return a; }
+};
+
 // Dropout off: every score kept, nothing to scale.
 template <>
-struct Dropout<false> {
-  __device__ Dropout(const DropoutParams&, const FwdTile&, int) {}
+struct Dropout<false> : DropoutPiece {
+  __device__ Dropout(const Params&, const WorkTile&, int) {}
   __device__ float keep_scale() const { return 1.0f; }
   template <typename TensorC>
   __device__ uint32_t keep_bits(TensorC const&, int, int) const {
@@ -39,13 +48,13 @@ struct Dropout<false> {
 };
 
 template <>
-struct Dropout<true> {
+struct Dropout<true> : DropoutPiece {
   uint64_t seed, offset;
   uint32_t threshold;
   float scale;
   int batch, heads_q, head;
 
-  __device__ Dropout(const DropoutParams& p, const FwdTile& t, int heads_q_)
+  __device__ Dropout(const Params& p, const WorkTile& t, int heads_q_)
       : seed(p.seed),
         offset(p.offset),
         threshold(p.threshold),
@@ -61,7 +70,7 @@ struct Dropout<true> {
   // tile coordinates; row: sequence position of the row; j0: sequence position of the thread's
   // first column. A rolled loop keeps one Philox chain in flight (unrolled, the 10-round chains
   // of all n8 tiles interleave and spill the accumulators). The forward (apply) and the backward
-  // (bwd_score.h) draw the same bits here.
+  // (variant.h, p_and_ds) draw the same bits here.
   template <typename TensorC>
   __device__ uint32_t keep_bits(TensorC const& tScS, int row, int j0) const {
     constexpr int kTiles = decltype(size<1, 1>(tScS))::value;  // n8 tiles per row
@@ -100,5 +109,5 @@ struct Dropout<true> {
   }
 };
 
-}  // namespace sm80
+}  // namespace common
 }  // namespace flashlab

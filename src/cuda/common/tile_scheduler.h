@@ -1,19 +1,25 @@
-// src/cuda/sm80/tile_scheduler.h — which tile a CTA computes, and where its sequence lives.
+// src/cuda/common/tile_scheduler.h — which tile a CTA computes, and where its sequence lives.
 //
-// Grid: x = query blocks of the longest sequence, y = query head, z = batch entry. Blocks are
-// handed out in reverse query order: with a causal mask the last query block sees the most keys,
-// and starting the longest tiles first shortens the tail of the grid. With cu_seqlens a CTA whose
-// block lies past its sequence's end exits at once.
+// WorkTile: one CTA's (query block, head, sequence) and the sequence's lengths and offsets.
+// A scheduler is a kernel piece like the others: host Arguments (SeqArgs), device Params,
+// to_params(), grid() for the launch and get_tile() in the kernel.
+//
+// FwdTileScheduler grid: x = query blocks of the longest sequence, y = query head, z = batch entry. Blocks
+// are handed out in reverse query order: with a causal mask the last query block sees the most keys, and
+// starting the longest tiles first shortens the tail of the grid. With cu_seqlens a CTA whose block lies past
+// its sequence's end exits at once.
 #pragma once
 
 #include <cstdint>
 
-#include "cuda/sm80/fwd_params.h"
+#include <cuda_runtime.h>  // dim3, blockIdx
+
+#include "cuda/common/kernel_args.h"
 
 namespace flashlab {
-namespace sm80 {
+namespace common {
 
-struct FwdTile {
+struct WorkTile {
   int m_block = 0;  // query block: rows [m_block * kBlockM, (m_block + 1) * kBlockM) of the sequence
   int head = 0;     // query head
   int batch = 0;    // sequence index (also the Philox batch key for varlen)
@@ -37,7 +43,7 @@ struct FwdTile {
   }
   // Sequence `b`'s lengths and packed offsets: from cu_seqlens (varlen), else the call's lengths.
   // Both passes' schedulers set the tile's sequence with it.
-  __device__ __forceinline__ void set_sequence(const SeqParams& p, int b) {
+  __device__ __forceinline__ void set_sequence(const SeqArgs& p, int b) {
     batch = b;
     varlen = p.cu_seqlens_q != nullptr;
     if (varlen) {
@@ -57,13 +63,17 @@ struct FwdTile {
 };
 
 struct FwdTileScheduler {
-  static dim3 grid(const SeqParams& p, int block_m) {
+  using Arguments = SeqArgs;
+  using Params = SeqArgs;
+  static Params to_params(const Arguments& a) { return a; }
+
+  static dim3 grid(const Params& p, int block_m) {
     return dim3(static_cast<unsigned>((p.seqlen_q + block_m - 1) / block_m), static_cast<unsigned>(p.heads_q),
                 static_cast<unsigned>(p.batch));
   }
 
-  __device__ static FwdTile tile(const SeqParams& p) {
-    FwdTile t;
+  __device__ static WorkTile get_tile(const Params& p) {
+    WorkTile t;
     t.m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);
     t.head = static_cast<int>(blockIdx.y);
     t.set_sequence(p, static_cast<int>(blockIdx.z));
@@ -71,5 +81,26 @@ struct FwdTileScheduler {
   }
 };
 
-}  // namespace sm80
+// The backward's main kernel: one CTA = one key block of one query head (FlashAttention-2's outer
+// loop); grid (key blocks of the longest sequence, heads_q, batch).
+struct BwdTileScheduler {
+  using Arguments = SeqArgs;
+  using Params = SeqArgs;
+  static Params to_params(const Arguments& a) { return a; }
+
+  static dim3 grid(const Params& p, int block_n) {
+    return dim3(static_cast<unsigned>((p.seqlen_k + block_n - 1) / block_n), static_cast<unsigned>(p.heads_q),
+                static_cast<unsigned>(p.batch));
+  }
+  // t.m_block is left 0: the main kernel sets it per query block it visits.
+  __device__ static WorkTile get_tile(const Params& p, int* n_block) {
+    WorkTile t;
+    *n_block = static_cast<int>(blockIdx.x);
+    t.head = static_cast<int>(blockIdx.y);
+    t.set_sequence(p, static_cast<int>(blockIdx.z));
+    return t;
+  }
+};
+
+}  // namespace common
 }  // namespace flashlab

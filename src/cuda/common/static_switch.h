@@ -1,11 +1,11 @@
-// src/cuda/sm80/static_switch.h — runtime flag -> template parameter, in one place.
+// src/cuda/common/static_switch.h — runtime flag -> template parameter, in one place.
 //
 // Two levels pick the kernel of a call, each in exactly one switch:
-//   dtype x head-dim bucket   api_sm80.cpp: a table of the generated instantiations (run_fwd<D, T>)
+//   dtype x head-dim bucket   api_<arch>.cpp: a table of the generated instantiations (run_fwd<T, D>)
 //                             that this build compiled (FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES).
-//   runtime flags             fwd_launch.h run_fwd(): FLASHLAB_BOOL_SWITCH per flag. Only dropout
-//                             is a template flag: its Philox code costs registers even when
-//                             skipped. Masks, softcap and ALiBi are data (mask.h explains why), so
+//   runtime flags             <arch>/fwd_launch.h run_fwd(): FLASHLAB_BOOL_SWITCH per flag. Only
+//                             dropout is a template flag: its Philox code costs registers even when
+//                             skipped. Masks, softcap and ALiBi are data (variant.h explains why), so
 //                             an instantiation compiles two kernels, not dozens.
 #pragma once
 

@@ -1,0 +1,118 @@
+// src/cuda/common/block_range.h — which key blocks a query block visits, and the reverse.
+//
+// Semantics are flashlab/mask.h's, called directly: a RowMask per sequence, visible_keys() per
+// row (an interval [lo, hi] of keys).
+//   KeyBlockRange    CTA level (forward, deterministic dQ): the key blocks that can hold a visible
+//                    key (the rest are skipped), and those every row sees entirely (they skip the
+//                    per-element mask).
+//   QueryBlockRange  the transpose (backward main kernel): the query blocks that hold a row seeing
+//                    at least one key of a key block. Per (query block, key block) pair,
+//                    KeyBlockRange::needs_mask() still says whether the per-element mask is needed
+//                    (the criterion is symmetric: every row of the query block sees every key of
+//                    the key block).
+// Host and device (FLASHLAB_HD): tests/gpu/test_sm80_mask.cu and test_sm80_bwd_mask.cu check them
+// against flashlab::key_visible() on the host.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
+#include "flashlab/config.h"
+#include "flashlab/mask.h"
+
+namespace flashlab {
+namespace common {
+
+// The interval mask of one sequence, with the shift of its own lengths (varlen: per sequence).
+FLASHLAB_HD RowMask sequence_mask(const ScoreArgs& p, const WorkTile& t) {
+  RowMask m;
+  m.seqlen_q = t.q_len;
+  m.seqlen_k = t.k_len;
+  m.shift = p.bottom_right ? int64_t(t.k_len) - t.q_len : 0;
+  m.left = p.window_left;
+  m.right = p.window_right;
+  return m;
+}
+
+// Key blocks [n_min, n_max) hold every key a row of this CTA can see. lo and hi of visible_keys()
+// never decrease with the row, so the first and last valid rows bound the whole CTA:
+//   union of the intervals  = [lo(first), hi(last)]   -> the blocks to visit
+//   every row's interval    ⊇ [lo(last), hi(first)]   -> blocks inside it need no mask
+template <int kBlockM, int kBlockN>
+struct KeyBlockRange {
+  int n_min = 0, n_max = 0;
+  int64_t full_lo = 0, full_hi = -1;
+
+  FLASHLAB_HD KeyBlockRange(const ScoreArgs& p, const WorkTile& t) {
+    const RowMask m = sequence_mask(p, t);
+    const int64_t first = int64_t(t.m_block) * kBlockM;
+    const int64_t last = (first + kBlockM < t.q_len ? first + kBlockM : t.q_len) - 1;
+    int64_t lo_first, hi_first, lo_last, hi_last;
+    visible_keys(m, first, &lo_first, &hi_first);
+    visible_keys(m, last, &lo_last, &hi_last);
+    full_lo = lo_last;
+    full_hi = hi_first;
+    if (hi_last >= lo_first) {  // else no row of the CTA sees a key (lo >= 0, hi <= k_len - 1)
+      n_min = static_cast<int>(lo_first / kBlockN);
+      n_max = static_cast<int>((hi_last + kBlockN) / kBlockN);  // ceil((hi_last + 1) / kBlockN)
+    }
+  }
+  FLASHLAB_HD bool empty() const { return n_max <= n_min; }
+  FLASHLAB_HD bool needs_mask(int n_block) const {
+    const int64_t n0 = int64_t(n_block) * kBlockN;
+    return !(n0 >= full_lo && n0 + kBlockN - 1 <= full_hi);
+  }
+  // The blocks of [n_min, n_max) that need no mask, as one range [unmasked_begin(),
+  // unmasked_end()) (possibly empty): the blocks inside [full_lo, full_hi]. The forward runs them
+  // in a loop of their own, compiled without the mask code (flash_fwd_kernel.h).
+  FLASHLAB_HD int unmasked_begin() const {
+    const int64_t b = full_lo <= 0 ? 0 : (full_lo + kBlockN - 1) / kBlockN;  // ceil(full_lo / kBlockN)
+    return static_cast<int>(b < n_min ? n_min : b > n_max ? n_max : b);
+  }
+  FLASHLAB_HD int unmasked_end() const {
+    const int64_t e = full_hi < 0 ? 0 : (full_hi + 1) / kBlockN;  // floor((full_hi + 1) / kBlockN)
+    const int begin = unmasked_begin();
+    return static_cast<int>(e < begin ? begin : e > n_max ? n_max : e);
+  }
+};
+
+// Row `row`'s visible keys as offsets from column j0: key j0 + dj is visible iff
+// lo_rel <= dj <= hi_rel. visible_keys() is clamped into [-1, k_len] first, so the offsets fit
+// 32 bits and the per-score test is one compare-and-select (keys >= k_len are never visible).
+FLASHLAB_HD void relative_key_bounds(const RowMask& m, int64_t row, int k_len, int j0, int* lo_rel,
+                                     int* hi_rel) {
+  int64_t lo, hi;
+  visible_keys(m, row, &lo, &hi);
+  *lo_rel = static_cast<int>(lo < k_len ? lo : k_len) - j0;
+  *hi_rel = static_cast<int>(hi > -1 ? hi : -1) - j0;
+}
+
+// Query blocks [m_min, m_max) hold every row that sees a key of key block n_block. Row i sees
+// [lo(i), hi(i)]; lo and hi never decrease with i, and for a window/causal mask both are clamped
+// forms of i + shift ∓ w, so:
+//   rows with hi(i) >= n0 (first key)  are i >= n0 - shift - right   (all rows when right = -1)
+//   rows with lo(i) <= n1 (last key)   are i <= n1 + left - shift    (all rows when left = -1)
+// and a row in both sets sees a key of the block: its interval is nonempty (lo <= n1 <= k_len - 1
+// and hi >= n0 >= 0 exclude the two ways the clamping can empty it) and overlaps [n0, n1].
+template <int kBlockM, int kBlockN>
+struct QueryBlockRange {
+  int m_min = 0, m_max = 0;
+
+  FLASHLAB_HD QueryBlockRange(const ScoreArgs& p, const WorkTile& t, int n_block) {
+    const RowMask m = sequence_mask(p, t);
+    const int64_t n0 = int64_t(n_block) * kBlockN;
+    const int64_t n1 = (n0 + kBlockN < t.k_len ? n0 + kBlockN : int64_t(t.k_len)) - 1;
+    if (t.q_len <= 0 || n1 < n0) return;
+    int64_t i_min = 0, i_max = int64_t(t.q_len) - 1;
+    if (m.right >= 0 && n0 - m.shift - m.right > i_min) i_min = n0 - m.shift - m.right;
+    if (m.left >= 0 && n1 + m.left - m.shift < i_max) i_max = n1 + m.left - m.shift;
+    if (i_min > i_max) return;  // no row sees a key of this block: dK = dV = 0
+    m_min = static_cast<int>(i_min / kBlockM);
+    m_max = static_cast<int>(i_max / kBlockM) + 1;
+  }
+  FLASHLAB_HD bool empty() const { return m_max <= m_min; }
+};
+
+}  // namespace common
+}  // namespace flashlab

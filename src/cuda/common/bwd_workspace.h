@@ -1,0 +1,84 @@
+// src/cuda/common/bwd_workspace.h — the backward's workspace: what it holds and where.
+//
+// All fp32, carved from the caller's AttentionConfig::workspace, each section starting on a
+// 256-byte boundary; rows_q = batch · seqlen_q and rows_k = batch · seqlen_k, the maximum lengths,
+// which bound the packed totals of a varlen batch as well:
+//   dsum      heads_q × rows_q                       D_i = rowsum(dO_i ∘ O_i), preprocess kernel
+//   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 atomics   (not deterministic),
+//             × heads_q × bucket(head_dim)           in tiles: see dq_accum_tile_offset() below
+//   dk_accum  rows_k × heads_acc × head_dim          GQA only (kv_group > 1):
+//   dv_accum  rows_k × heads_acc × head_dim            heads_acc = heads_kv (atomics) or
+//                                                      heads_q (deterministic: one slice per query
+//                                                      head, summed in a fixed order afterwards)
+// A row's index in dsum, dk_accum and dv_accum is its packed row (varlen: cu_seqlens[b] + t) or
+// b · seqlen + t. The layout is a bound over every tile set of every implementation (block_m
+// divides 128), so the size an API user asks for does not depend on the GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/common/kernel_args.h"  // head_dim_bucket
+#include "flashlab/config.h"          // FLASHLAB_HD
+
+namespace flashlab {
+namespace common {
+
+// ---- dq_accum: one contiguous fp32 tile of block_m × bucket per (sequence b, query block m, head),
+// tile index (b · ceil(seqlen_q / block_m) + m) · heads_q + head, seqlen_q the call's (maximum)
+// length. Inside a tile the values are in the main kernel's *register order*, not row-major:
+// sm80/epilogue_bwd.h's DqAccumOrder puts thread t's i-th accumulator value where the threads of a
+// warp write consecutive addresses, so each reduction instruction covers whole 128-byte lines
+// (FlashAttention-2's layout too), and bwd_convert_dq_kernel reads them back the same way. Rows
+// past a sequence's end and columns past head_dim are in the tile (they receive zeros) and are
+// never converted. block_m divides kDqAccumRowAlign, so the tiles fit in the rows reserved below.
+constexpr int kDqAccumRowAlign = 128;
+
+FLASHLAB_HD int64_t dq_accum_tile_offset(int b, int m_block, int head, int seqlen_q, int heads_q, int block_m,
+                                         int bucket) {
+  const int64_t tiles_per_sequence = (seqlen_q + block_m - 1) / block_m;
+  return ((int64_t(b) * tiles_per_sequence + m_block) * heads_q + head) * int64_t(block_m) * bucket;
+}
+// Floats of dq_accum that `batch` sequences use with this tile (what the launch zeroes): the offset
+// of the tile after the last one.
+FLASHLAB_HD int64_t dq_accum_floats(int batch, int seqlen_q, int heads_q, int block_m, int bucket) {
+  return dq_accum_tile_offset(batch, 0, 0, seqlen_q, heads_q, block_m, bucket);
+}
+
+// ---- Workspace layout (host). Offsets in bytes from the workspace base.
+struct BwdWorkspaceLayout {
+  int64_t dsum = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
+  int64_t bytes = 0;                                              // total size required
+};
+
+inline int64_t bwd_align256(int64_t x) {
+  return (x + 255) / 256 * 256;
+}
+
+// batch, seqlen_q, seqlen_k: the call's (maximum) sizes; see the file comment for the formula.
+inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                                               int64_t heads_q, int64_t heads_kv, int64_t head_dim,
+                                               bool deterministic) {
+  const int64_t rows_q = batch * seqlen_q, rows_k = batch * seqlen_k;
+  BwdWorkspaceLayout w;
+  int64_t at = 0;
+  w.dsum = at;
+  at += bwd_align256(4 * heads_q * rows_q);
+  if (!deterministic) {
+    const int64_t rows_padded =
+        batch * ((seqlen_q + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign);
+    w.dq_accum = at;
+    at += bwd_align256(4 * rows_padded * heads_q * head_dim_bucket(static_cast<int>(head_dim)));
+  }
+  if (heads_q != heads_kv) {
+    const int64_t heads_acc = deterministic ? heads_q : heads_kv;
+    w.dk_accum = at;
+    at += bwd_align256(4 * rows_k * heads_acc * head_dim);
+    w.dv_accum = at;
+    at += bwd_align256(4 * rows_k * heads_acc * head_dim);
+  }
+  w.bytes = at;
+  return w;
+}
+
+}  // namespace common
+}  // namespace flashlab

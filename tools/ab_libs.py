@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tools/ab_libs.py — ON the GPU machine: the same CLI with two libflashlab.so builds, point by point.
+
+For a refactor that must not change speed: A and B are two builds of the library (e.g. the commit
+before and after), the CLI (`flashlab bench --json`) is the same binary for both (the public API
+did not change), and every point of the grid is timed A, B, A, B, ... (REPS rounds, interleaved, so
+clock and thermal drift hit both alike). Own milliseconds only: no peer is needed to compare a
+build with itself.
+
+  python3 tools/ab_libs.py --flashlab build-carry/bin/flashlab --lib-a /tmp/libA --lib-b build-carry/lib \\
+      [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
+
+Grid as benchmarks/sdpa_grid.py (bf16, batch = 16384/seqlen, heads = 2048/hdim, causal and not,
+forward and backward). Prints a line per point as it goes, then a markdown table: the median of
+each build's per-round medians, B/A, and the largest deviation.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def run(binary, lib, b, s, h, d, causal, iters):
+    cmd = [binary, "bench", "--json", "--quiet", "--no-check", "--no-sgemm", "--impl", "cuda_sm80", "--batch", str(b),
+           "--seqlen", str(s), "--heads", str(h), "--head-dim", str(d), "--dtype", "bf16", "--iters", str(iters),
+           "--backward"] + (["--causal"] if causal else [])
+    env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"flashlab bench failed with {lib}: {(r.stderr or r.stdout)[-400:]}")
+    return {row["pass"]: row["ms_median"] for row in doc["rows"] if row["ms_median"] is not None}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flashlab", default="build-carry/bin/flashlab")
+    ap.add_argument("--lib-a", required=True, help="folder holding build A's libflashlab.so")
+    ap.add_argument("--lib-b", required=True, help="folder holding build B's libflashlab.so")
+    ap.add_argument("--hdims", default="64,128,256")
+    ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--md", default="")
+    args = ap.parse_args()
+    points = [(d, s, c) for d in map(int, args.hdims.split(",")) for c in (False, True)
+              for s in map(int, args.seqlens.split(","))]
+    print(f"A = {args.lib_a}, B = {args.lib_b}; {len(points)} points x {args.reps} rounds, "
+          f"median of {args.iters} iters per run", flush=True)
+    t0 = time.time()
+    rows = []
+    for n, (d, s, causal) in enumerate(points, 1):
+        b, h = max(1, 16384 // s), max(1, 2048 // d)
+        ms = {"A": {}, "B": {}}
+        for _ in range(args.reps):
+            for name, lib in (("A", args.lib_a), ("B", args.lib_b)):
+                for p, v in run(args.flashlab, lib, b, s, h, d, causal, args.iters).items():
+                    ms[name].setdefault(p, []).append(v)
+        for p in ("forward", "backward"):
+            a, bb = statistics.median(ms["A"][p]), statistics.median(ms["B"][p])
+            rows.append((d, s, causal, p, a, bb, bb / a))
+            print(f"[{n}/{len(points)} {time.time() - t0:4.0f}s] d{d} s{s} {'causal' if causal else 'full'} {p}: "
+                  f"A {a:.3f} ms, B {bb:.3f} ms, B/A {bb / a:.3f}", flush=True)
+    lines = ["| hdim | seqlen | causal | pass | A ms | B ms | B/A |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {d} | {s} | {int(c)} | {p} | {a:.3f} | {b:.3f} | {r:.3f} |" for d, s, c, p, a, b, r in rows]
+    for p in ("forward", "backward"):
+        rs = [r for *_, pp, _, _, r in rows if pp == p]
+        lines.append(f"- {p}: B/A median {statistics.median(rs):.3f}, range {min(rs):.3f}-{max(rs):.3f}, "
+                     f"within ±2 % at {sum(abs(r - 1) <= 0.02 for r in rs)}/{len(rs)} points")
+    print("\n".join(lines))
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
