@@ -1,7 +1,7 @@
-// tests/gpu/sm80_test_util.h — what the cuda_sm80 GPU tests share: the error measure of the
+// tests/gpu/cuda_test_util.h — what the cuda_sm80 GPU tests share: the error measure of the
 // tolerance checks, environment knobs, the base configuration of the error tests, and the device
 // side (a GPU probe, device buffers, the padding check, the "not built" status). Each test keeps its
-// own tolerance rule and sweep (test_sm80_forward.cpp, test_sm80_backward.cpp).
+// own tolerance rule and sweep (test_cuda_forward.cpp, test_cuda_backward.cpp).
 #pragma once
 
 #include <gtest/gtest.h>

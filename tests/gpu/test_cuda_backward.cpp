@@ -1,4 +1,4 @@
-// tests/gpu/test_sm80_backward.cpp — impl cuda_sm80 (backward) against the float64 reference.
+// tests/gpu/test_cuda_backward.cpp — impl cuda_sm80 (backward) against the float64 reference.
 //
 //   Sweep            a randomized sweep (FLASHLAB_SM80_BWD_SWEEP configurations, default 1000; seed
 //                    FLASHLAB_SM80_BWD_SEED) over dtype, head dims (buckets and multiples of 8
@@ -19,7 +19,7 @@
 // Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
 // has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep of short sequences:
 //   FLASHLAB_SM80_BWD_SWEEP=40 FLASHLAB_SM80_MAX_SEQLEN=300 compute-sanitizer --tool memcheck
-//     build/tests/gpu/test_sm80_backward --gtest_filter='*Sweep*:*Determinism*:*Workspace*'
+//     build/tests/gpu/test_cuda_backward --gtest_filter='*Sweep*:*Determinism*:*Workspace*'
 // (and --tool racecheck, --tool synccheck the same way).
 //
 // Inputs. q, k, v, dout are drawn and rounded to the dtype once. out and lse come from the float64
@@ -64,7 +64,7 @@
 
 #include "api/backend.h"
 #include "flashlab/flashlab.h"
-#include "sm80_test_util.h"
+#include "cuda_test_util.h"
 #include "testing/problem.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
@@ -85,7 +85,7 @@ using flashlab::StatusCode;
 using flashlab::testing::HostTensor;
 using flashlab::testing::Problem;
 using flashlab::testing::ProblemSpec;
-using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of sm80_test_util.h
+using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of cuda_test_util.h
 
 // ---- The checker (host only) -------------------------------------------------------------------
 

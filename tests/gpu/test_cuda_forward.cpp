@@ -1,4 +1,4 @@
-// tests/gpu/test_sm80_forward.cpp — impl cuda_sm80 (forward) against the float64 reference.
+// tests/gpu/test_cuda_forward.cpp — impl cuda_sm80 (forward) against the float64 reference.
 //
 //   Sweep            a randomized sweep (FLASHLAB_SM80_SWEEP configurations, default 1000; seed
 //                    FLASHLAB_SM80_SEED) over dtype, head dims (buckets and multiples of 8 between),
@@ -16,7 +16,7 @@
 // Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
 // has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep:
 //   FLASHLAB_SM80_SWEEP=40 FLASHLAB_SM80_MAX_SEQLEN=300 compute-sanitizer --tool memcheck
-//     build/tests/gpu/test_sm80_forward --gtest_filter='*Sweep*'
+//     build/tests/gpu/test_cuda_forward --gtest_filter='*Sweep*'
 //
 // Tolerance (STYLE.md rule 10). Inputs are rounded to the dtype once; then
 //   exact  the reference (float64, impl kReference) on an fp32 copy of those inputs;
@@ -43,7 +43,7 @@
 
 #include "api/backend.h"
 #include "flashlab/flashlab.h"
-#include "sm80_test_util.h"
+#include "cuda_test_util.h"
 #include "testing/problem.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
@@ -63,7 +63,7 @@ using flashlab::StatusCode;
 using flashlab::testing::HostTensor;
 using flashlab::testing::Problem;
 using flashlab::testing::ProblemSpec;
-using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of sm80_test_util.h
+using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of cuda_test_util.h
 
 // ---- The checker (host only) -------------------------------------------------------------------
 
