@@ -65,7 +65,7 @@ if has sm80; then
     name=$(basename "$t")
     timeout ${SM80_TEST_TIMEOUT:-400} "$t" --gtest_brief=1 >"$OUT/$name.log" 2>&1
     note "$name rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$name.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED|Failure|sweep:' "$OUT/$name.log" | head -20
+    grep -E '^\[  FAILED|Failure|^\[ sweep ' "$OUT/$name.log" | head -20
   done
   # Sanitizers on a small sweep (seqlens up to a few hundred keep them to seconds).
   for t in "$BIN"/test_cuda_forward "$BIN"/test_cuda_backward; do
