@@ -69,6 +69,14 @@ inline bool cublas_ok(cublasStatus_t e, const char* expr, const char* file, int 
 // =============================================================================================
 // 2. Device buffers
 // =============================================================================================
+// Not testing::DeviceBuffer / DeviceProblem (src/testing/device_problem.h, what tests/gpu and the
+// CLI share), on purpose: this harness is the whole plumbing of the lessons in one header, in the
+// programs' style. Errors print file:line and yield false (a failing case is reported, the next
+// one runs) instead of a Status; allocations are at least 16 bytes, so empty tensors still get a
+// valid pointer; poison is asynchronous on the caller's stream; the same buffers back the
+// device-only TimingProblem, the L2 flusher and the cuBLAS peak; and DeviceProblem's params name
+// a learning version (Impl from the version number, ALiBi and varlen dropped) for the backend hooks.
+// The signatures are fixed for both programs (see "Stability" above).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

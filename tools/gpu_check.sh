@@ -61,14 +61,14 @@ if has learn_bwd; then
   OUT=$OUT/bwd bash learn/run_gpu_backward.sh "$BIN" ${LEARN_PHASES:-} 2>&1 | tail -40 | tee "$OUT/learn_bwd_summary.txt"
 fi
 if has sm80; then
-  for t in "$BIN"/test_sm80_*; do
+  for t in "$BIN"/test_sm80_* "$BIN"/test_cuda_*; do
     name=$(basename "$t")
     timeout ${SM80_TEST_TIMEOUT:-400} "$t" --gtest_brief=1 >"$OUT/$name.log" 2>&1
     note "$name rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$name.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED|Failure|sweep:' "$OUT/$name.log" | head -20
+    grep -E '^\[  FAILED|Failure|^\[ sweep ' "$OUT/$name.log" | head -20
   done
   # Sanitizers on a small sweep (seqlens up to a few hundred keep them to seconds).
-  for t in "$BIN"/test_sm80_forward "$BIN"/test_sm80_backward; do
+  for t in "$BIN"/test_cuda_forward "$BIN"/test_cuda_backward; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     for tool in memcheck racecheck; do

@@ -1,4 +1,7 @@
-// tests/gpu/test_sm80_backward.cpp — impl cuda_sm80 (backward) against the float64 reference.
+// tests/gpu/test_cuda_backward.cpp — the production CUDA implementations' backward against the
+// float64 reference. The GPU tests (Sweep, Determinism, Workspace) run once for every production
+// CUDA implementation this build compiled (production_cuda_impls(): cuda_sm80, later cuda_sm90),
+// as Impls/CudaBackwardImpl.<test>/<impl>; the others are about cuda_sm80 or need no GPU.
 //
 //   Sweep            a randomized sweep (FLASHLAB_SM80_BWD_SWEEP configurations, default 1000; seed
 //                    FLASHLAB_SM80_BWD_SEED) over dtype, head dims (buckets and multiples of 8
@@ -9,8 +12,9 @@
 //                    this build did not compile are skipped and counted.
 //   Determinism      deterministic = true (GQA, dropout, causal): the same call twice, the second
 //                    on another stream, gives identical bytes of dq, dk, dv.
-//   Workspace        too small or null: an error naming the required size, and nothing written.
-//   Errors           unsupported combinations name the rule (no GPU needed).
+//   Workspace        too small or null: an error naming the required size, and nothing written;
+//                    for cuda_sm80 also the size itself (its workspace layout).
+//   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
 //   CheckerSelfTest  the tolerance accepts a correct fp32 implementation (cpu_flash) and rejects a
 //                    1 % error and a NaN (no GPU needed: a test that cannot fail is a defect).
 //   ToleranceCoversKernelNumerics  ... and accepts the kernel's own rounding, emulated on the CPU.
@@ -19,19 +23,20 @@
 // Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
 // has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep of short sequences:
 //   FLASHLAB_SM80_BWD_SWEEP=40 FLASHLAB_SM80_MAX_SEQLEN=300 compute-sanitizer --tool memcheck
-//     build/tests/gpu/test_sm80_backward --gtest_filter='*Sweep*:*Determinism*:*Workspace*'
+//     build/tests/gpu/test_cuda_backward --gtest_filter='*Sweep*:*Determinism*:*Workspace*'
 // (and --tool racecheck, --tool synccheck the same way).
 //
 // Inputs. q, k, v, dout are drawn and rounded to the dtype once. out and lse come from the float64
 // reference forward (impl kReference), out rounded to the dtype and lse in fp32: exactly what a
-// caller hands the backward after a correct forward, and independent of cuda_sm80's own forward.
+// caller hands the backward after a correct forward, and independent of the implementation's own
+// forward.
 //
 // Tolerance (STYLE.md rule 10), per gradient g in {dq, dk, dv}:
 //   exact  the reference backward (float64) on an fp32 copy of the rounded inputs;
 //   base   exact rounded to the dtype: the error of an implementation that stored perfect results;
 //   same   cpu_flash (fp32 compute, dtype outputs) given the same dtype out and lse: a
 //          same-precision implementation;
-//   gpu    cuda_sm80 on the dtype tensors;
+//   gpu    the implementation on the dtype tensors;
 //   max|gpu - exact| <= 2 max(max|base - exact|, max|same - exact|) + 2u · unit
 //   rel_l2(gpu)      <= 2 max(rel_l2(base), rel_l2(same)) + u
 // with u the dtype's unit roundoff (bf16 2^-8, fp16 2^-11) and unit = max|exact|.
@@ -63,12 +68,14 @@
 #include <vector>
 
 #include "api/backend.h"
+#include "cuda_test_util.h"
 #include "flashlab/flashlab.h"
-#include "sm80_test_util.h"
 #include "testing/problem.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
 #include <cuda_runtime.h>
+
+#include "testing/device_problem.h"
 #endif
 
 namespace {
@@ -85,7 +92,7 @@ using flashlab::StatusCode;
 using flashlab::testing::HostTensor;
 using flashlab::testing::Problem;
 using flashlab::testing::ProblemSpec;
-using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of sm80_test_util.h
+using namespace flashlab::cuda_test;  // NOLINT: the shared helpers of cuda_test_util.h
 
 // ---- The checker (host only) -------------------------------------------------------------------
 
@@ -250,7 +257,7 @@ void emulate_kernel_numerics(Problem& pb) {
     }
 }
 
-TEST(Sm80Backward, ToleranceCoversKernelNumerics) {
+TEST(CudaBackward, ToleranceCoversKernelNumerics) {
   struct Shape {
     int64_t sq, sk, hq, hkv, d;
   };
@@ -283,7 +290,7 @@ TEST(Sm80Backward, ToleranceCoversKernelNumerics) {
         }
 }
 
-TEST(Sm80Backward, CheckerSelfTest) {
+TEST(CudaBackward, CheckerSelfTest) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
     ProblemSpec s;
     s.batch = 2;
@@ -355,7 +362,7 @@ SweepCase random_case(std::mt19937_64& rng, int64_t max_seqlen) {
 // The sweep's harness (random cases, the forward it hands over, the exact gradients, the checker)
 // with cpu_flash standing in for the GPU: every feature path of the sweep runs in CI too, and a
 // correct fp32 implementation must pass the tolerance on all of them.
-TEST(Sm80Backward, SweepHarnessOnCpu) {
+TEST(CudaBackward, SweepHarnessOnCpu) {
   std::mt19937_64 rng(99);
   int sensitive = 0;
   const int n = env_int("FLASHLAB_SM80_BWD_HARNESS", 40);
@@ -388,7 +395,7 @@ TEST(Sm80Backward, SweepHarnessOnCpu) {
   EXPECT_GT(sensitive, n / 2);
 }
 
-// ---- Errors (no GPU needed: the rules come before any device query) ----------------------------
+// ---- cuda_sm80's errors (no GPU needed: the rules come before any device query) ----------------
 
 void expect_unsupported(const AttentionConfig& c, const std::string& part) {
   const Status st = flashlab::detail::sm80_supports(c, /*backward=*/true);
@@ -396,7 +403,7 @@ void expect_unsupported(const AttentionConfig& c, const std::string& part) {
   EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
 }
 
-TEST(Sm80Backward, Errors) {
+TEST(CudaBackward, Sm80Errors) {
   AttentionConfig c = sm80_config();
   c.dtype = DType::kFloat32;
   expect_unsupported(c, "dtype fp32 is not supported by impl cuda_sm80: supported bf16, fp16");
@@ -420,96 +427,54 @@ TEST(Sm80Backward, Errors) {
 
 #if defined(FLASHLAB_WITH_CUDA)
 
-#define SKIP_WITHOUT_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: cuda_sm80 backward not exercised"
+using flashlab::testing::DeviceBuffer;
+using flashlab::testing::DeviceProblem;
 
-// The problem's tensors mirrored on the device (same strides, padding included). out and lse must
-// already hold the forward's results (reference_forward_into).
-struct DeviceProblem {
-  Problem& pb;
-  DeviceBuffer q, k, v, out, dout, lse, dq, dk, dv, cu_q, cu_k, alibi;
-  explicit DeviceProblem(Problem& p)
-      : pb(p),
-        q(p.q.bytes.size()),
-        k(p.k.bytes.size()),
-        v(p.v.bytes.size()),
-        out(p.out.bytes.size()),
-        dout(p.dout.bytes.size()),
-        lse(p.lse.size() * sizeof(float)),
-        dq(p.dq.bytes.size()),
-        dk(p.dk.bytes.size()),
-        dv(p.dv.bytes.size()),
-        cu_q(p.cu_seqlens_q.size() * sizeof(int32_t)),
-        cu_k(p.cu_seqlens_k.size() * sizeof(int32_t)),
-        alibi(p.alibi_slopes.size() * sizeof(float)) {
-    q.upload(p.q.data());
-    k.upload(p.k.data());
-    v.upload(p.v.data());
-    out.upload(p.out.data());
-    dout.upload(p.dout.data());
-    lse.upload(p.lse.data());
-    cu_q.upload(p.cu_seqlens_q.data());
-    cu_k.upload(p.cu_seqlens_k.data());
-    alibi.upload(p.alibi_slopes.data());
-  }
-  BwdParams params(float softmax_scale, bool deterministic, void* stream) {
-    BwdParams p = pb.bwd_params(Impl::kCudaSm80);
-    p.device = Device::kCUDA;
-    p.softmax_scale = softmax_scale;
-    p.deterministic = deterministic;
-    p.stream = stream;
-    p.q.ptr = q.ptr;
-    p.k.ptr = k.ptr;
-    p.v.ptr = v.ptr;
-    p.out.ptr = out.ptr;
-    p.dout.ptr = dout.ptr;
-    p.lse = static_cast<const float*>(lse.ptr);
-    p.dq.ptr = dq.ptr;
-    p.dk.ptr = dk.ptr;
-    p.dv.ptr = dv.ptr;
-    if (pb.varlen()) {
-      p.cu_seqlens_q = static_cast<const int32_t*>(cu_q.ptr);
-      p.cu_seqlens_k = static_cast<const int32_t*>(cu_k.ptr);
-    }
-    if (p.alibi_slopes) p.alibi_slopes = static_cast<const float*>(alibi.ptr);
-    return p;
-  }
-  void poison_outputs() {
-    dq.poison();
-    dk.poison();
-    dv.poison();
-  }
-  void download_outputs() {
-    dq.download(pb.dq.data());
-    dk.download(pb.dk.data());
-    dv.download(pb.dv.data());
-  }
-  // Poisons the outputs and a workspace of the size backward_workspace_size() asks for, runs,
-  // copies the gradients back into pb.dq / dk / dv.
-  Status run(float softmax_scale, bool deterministic, void* stream = nullptr) {
-    BwdParams p = params(softmax_scale, deterministic, stream);
-    int64_t ws_bytes = -1;
-    const Status ws = flashlab::backward_workspace_size(p, &ws_bytes);
-    if (!ws.ok()) return ws;
-    DeviceBuffer workspace(static_cast<size_t>(ws_bytes));
-    workspace.poison();
-    p.workspace = workspace.ptr;
-    p.workspace_bytes = ws_bytes;
-    poison_outputs();
-    const Status st = flashlab::attention_backward(p);
-    if (!st.ok()) return st;
-    const cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
-    download_outputs();
-    return st;
-  }
-};
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu())         \
+  GTEST_SKIP() << "no CUDA device: " << flashlab::to_string(GetParam()) << " backward not exercised"
+
+// The GPU tests, once per production CUDA implementation built (the parameter).
+class CudaBackwardImpl : public ::testing::TestWithParam<Impl> {};
+
+// `impl`'s backward params on the problem mirrored in `dev` (same strides, padding included). out
+// and lse there must already hold the forward's results (reference_forward_into before
+// DeviceProblem::init, which uploads them).
+BwdParams backward_params(const DeviceProblem& dev, Impl impl, float softmax_scale, bool deterministic,
+                          void* stream) {
+  BwdParams p = dev.bwd_params(impl, stream);
+  p.softmax_scale = softmax_scale;
+  p.deterministic = deterministic;
+  return p;
+}
+
+// Poisons the outputs and a workspace of the size backward_workspace_size() asks for, runs,
+// copies the gradients back into the host problem's dq / dk / dv.
+Status run_backward(DeviceProblem& dev, Impl impl, float softmax_scale, bool deterministic,
+                    void* stream = nullptr) {
+  BwdParams p = backward_params(dev, impl, softmax_scale, deterministic, stream);
+  int64_t ws_bytes = -1;
+  const Status ws = flashlab::backward_workspace_size(p, &ws_bytes);
+  if (!ws.ok()) return ws;
+  DeviceBuffer workspace;
+  FLASHLAB_RETURN_IF_ERROR(workspace.allocate(static_cast<size_t>(ws_bytes), "workspace"));
+  FLASHLAB_RETURN_IF_ERROR(workspace.poison());
+  p.workspace = workspace.get();
+  p.workspace_bytes = ws_bytes;
+  FLASHLAB_RETURN_IF_ERROR(dev.poison_backward_outputs());
+  const Status st = flashlab::attention_backward(p);
+  if (!st.ok()) return st;
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
+  FLASHLAB_RETURN_IF_ERROR(dev.download_backward_outputs());
+  return st;
+}
 
 bool all_poison(const HostTensor& t) {
   return std::all_of(t.bytes.begin(), t.bytes.end(), [](unsigned char c) { return c == 0xff; });
 }
 
-TEST(Sm80Backward, Sweep) {
+TEST_P(CudaBackwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_BWD_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_BWD_SEED", 2025)));
@@ -522,8 +487,10 @@ TEST(Sm80Backward, Sweep) {
                              (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale)) +
                              (c.deterministic ? " deterministic" : "");
     reference_forward_into(pb, c.scale);
-    DeviceProblem dev(pb);
-    const Status st = dev.run(c.scale, c.deterministic);
+    DeviceProblem dev;
+    const Status up = dev.init(&pb);
+    ASSERT_TRUE(up.ok()) << up.to_string();
+    const Status st = run_backward(dev, GetParam(), c.scale, c.deterministic);
     if (not_built(st)) {
       ++skipped;
       continue;
@@ -545,9 +512,9 @@ TEST(Sm80Backward, Sweep) {
     }
   }
   std::printf(
-      "[ sweep    ] %d configurations run, %d skipped (not built), %d failed; worst uses %.2f of "
+      "[ sweep    ] %s: %d configurations run, %d skipped (not built), %d failed; worst uses %.2f of "
       "the tolerance\n",
-      ran, skipped, failed, worst);
+      flashlab::to_string(GetParam()), ran, skipped, failed, worst);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
@@ -564,12 +531,14 @@ ProblemSpec determinism_spec() {
   return s;
 }
 
-TEST(Sm80Backward, Determinism) {
+TEST_P(CudaBackwardImpl, Determinism) {
   SKIP_WITHOUT_GPU();
   Problem pb(determinism_spec());
   reference_forward_into(pb, NAN);
-  DeviceProblem dev(pb);
-  Status st = dev.run(NAN, /*deterministic=*/true);
+  DeviceProblem dev;
+  const Status up = dev.init(&pb);
+  ASSERT_TRUE(up.ok()) << up.to_string();
+  Status st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true);
   if (not_built(st)) GTEST_SKIP() << st.message();
   ASSERT_TRUE(st.ok()) << st.to_string();
   const Problem exact = exact_backward(pb, NAN);
@@ -578,7 +547,7 @@ TEST(Sm80Backward, Determinism) {
   const std::vector<unsigned char> dq1 = pb.dq.bytes, dk1 = pb.dk.bytes, dv1 = pb.dv.bytes;
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  st = dev.run(NAN, /*deterministic=*/true, stream);
+  st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true, stream);
   cudaStreamDestroy(stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_TRUE(dq1 == pb.dq.bytes) << "dq differs between two identical deterministic calls";
@@ -586,29 +555,37 @@ TEST(Sm80Backward, Determinism) {
   EXPECT_TRUE(dv1 == pb.dv.bytes) << "dv differs between two identical deterministic calls";
 }
 
-TEST(Sm80Backward, Workspace) {
+TEST_P(CudaBackwardImpl, Workspace) {
   SKIP_WITHOUT_GPU();
   Problem pb(determinism_spec());
   reference_forward_into(pb, NAN);
-  DeviceProblem dev(pb);
+  DeviceProblem dev;
+  const Status up = dev.init(&pb);
+  ASSERT_TRUE(up.ok()) << up.to_string();
   for (bool deterministic : {false, true}) {
-    BwdParams p = dev.params(NAN, deterministic, nullptr);
+    BwdParams p = backward_params(dev, GetParam(), NAN, deterministic, nullptr);
     int64_t need = -1;
     Status st = flashlab::backward_workspace_size(p, &need);
     if (not_built(st)) GTEST_SKIP() << st.message();
     ASSERT_TRUE(st.ok()) << st.to_string();
-    // D per row; dQ accumulators (atomic mode): whole 128-row tiles per sequence (300 -> 384 rows)
-    // · heads_q · the head-dim bucket; GQA slices: rows · heads · head_dim.
-    const int64_t rows_q = 2 * 300, rows_k = 2 * 515, rows_q_tiles = 2 * 384;
-    int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
-    if (!deterministic) want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
-    want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
-    EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");
+    // cuda_sm80's layout: D per row; dQ accumulators (atomic mode): whole 128-row tiles per
+    // sequence (300 -> 384 rows) · heads_q · the head-dim bucket; GQA slices: rows · heads ·
+    // head_dim. Other implementations are held to the contract below only.
+    if (GetParam() == Impl::kCudaSm80) {
+      const int64_t rows_q = 2 * 300, rows_k = 2 * 515, rows_q_tiles = 2 * 384;
+      int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
+      if (!deterministic) want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
+      want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
+      EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");
+    }
 
-    DeviceBuffer small(static_cast<size_t>(need - 256));
-    p.workspace = small.ptr;
+    DeviceBuffer small;
+    st = small.allocate(static_cast<size_t>(need - 256), "workspace");
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    p.workspace = small.get();
     p.workspace_bytes = need - 256;
-    dev.poison_outputs();
+    st = dev.poison_backward_outputs();
+    ASSERT_TRUE(st.ok()) << st.to_string();
     st = flashlab::attention_backward(p);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos)
@@ -621,10 +598,14 @@ TEST(Sm80Backward, Workspace) {
     EXPECT_NE(st.message().find("needs " + std::to_string(need) + " bytes"), std::string::npos)
         << st.message();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    dev.download_outputs();
+    st = dev.download_backward_outputs();
+    ASSERT_TRUE(st.ok()) << st.to_string();
     EXPECT_TRUE(all_poison(pb.dq) && all_poison(pb.dk) && all_poison(pb.dv)) << "an output was written";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Impls, CudaBackwardImpl, ::testing::ValuesIn(production_cuda_impls()),
+                         impl_test_name);
 
 #endif  // FLASHLAB_WITH_CUDA
 

@@ -1,4 +1,7 @@
-// tests/gpu/test_sm80_forward.cpp — impl cuda_sm80 (forward) against the float64 reference.
+// tests/gpu/test_cuda_forward.cpp — the production CUDA implementations' forward against the
+// float64 reference. The GPU tests (Sweep, Determinism) run once for every production CUDA
+// implementation this build compiled (production_cuda_impls(): cuda_sm80, later cuda_sm90), as
+// Impls/CudaForwardImpl.<test>/<impl>; the others are about cuda_sm80 or need no GPU.
 //
 //   Sweep            a randomized sweep (FLASHLAB_SM80_SWEEP configurations, default 1000; seed
 //                    FLASHLAB_SM80_SEED) over dtype, head dims (buckets and multiples of 8 between),
@@ -7,7 +10,7 @@
 //                    peaky inputs, zero and negative softmax scales. Configurations whose bucket or
 //                    dtype this build did not compile are skipped and counted.
 //   Determinism      the same call twice (second time on another stream) gives identical bytes.
-//   Errors           unsupported combinations name the rule (no GPU needed).
+//   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
 //   AutoPicks        kAuto selects cuda_sm80 for a CUDA call it supports (the production path).
 //   CheckerSelfTest  the tolerance accepts a correct CPU implementation and rejects a 1% error
 //                    (no GPU needed: a test that cannot fail is a defect).
@@ -16,12 +19,12 @@
 // Without a CUDA device every GPU test is skipped (GTEST_SKIP) and the binary exits 0, so CI, which
 // has no GPU, compiles and runs it. Under compute-sanitizer use a small sweep:
 //   FLASHLAB_SM80_SWEEP=40 FLASHLAB_SM80_MAX_SEQLEN=300 compute-sanitizer --tool memcheck
-//     build/tests/gpu/test_sm80_forward --gtest_filter='*Sweep*'
+//     build/tests/gpu/test_cuda_forward --gtest_filter='*Sweep*'
 //
 // Tolerance (STYLE.md rule 10). Inputs are rounded to the dtype once; then
 //   exact  the reference (float64, impl kReference) on an fp32 copy of those inputs;
 //   base   exact rounded to the dtype: the error of an implementation that stored perfect results;
-//   gpu    cuda_sm80 on the dtype tensors;
+//   gpu    the implementation on the dtype tensors;
 // and requires, over the logical elements of out:
 //   max|gpu - exact| <= 2 max|base - exact| + u · unit      rel_l2(gpu) <= 2 rel_l2(base) + u / 4
 // where u is the dtype's unit roundoff (bf16 2^-8, fp16 2^-11) and unit = max|exact|. The kernel
@@ -42,12 +45,14 @@
 #include <vector>
 
 #include "api/backend.h"
+#include "cuda_test_util.h"
 #include "flashlab/flashlab.h"
-#include "sm80_test_util.h"
 #include "testing/problem.h"
 
 #if defined(FLASHLAB_WITH_CUDA)
 #include <cuda_runtime.h>
+
+#include "testing/device_problem.h"
 #endif
 
 namespace {
@@ -63,7 +68,7 @@ using flashlab::StatusCode;
 using flashlab::testing::HostTensor;
 using flashlab::testing::Problem;
 using flashlab::testing::ProblemSpec;
-using namespace flashlab::sm80_test;  // NOLINT: the shared helpers of sm80_test_util.h
+using namespace flashlab::cuda_test;  // NOLINT: the shared helpers of cuda_test_util.h
 
 // ---- The checker (host only) -------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ void emulate_kernel_numerics(Problem& pb) {
     }
 }
 
-TEST(Sm80Forward, ToleranceCoversKernelNumerics) {
+TEST(CudaForward, ToleranceCoversKernelNumerics) {
   // A correct kernel rounds P to the dtype: the check must accept that, also for peaky rows.
   for (DType dt : {DType::kBFloat16, DType::kFloat16})
     for (float input_scale : {1.0f, 2.5f, 6.0f})
@@ -189,7 +194,7 @@ TEST(Sm80Forward, ToleranceCoversKernelNumerics) {
       }
 }
 
-TEST(Sm80Forward, CheckerSelfTest) {
+TEST(CudaForward, CheckerSelfTest) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
     ProblemSpec s;
     s.batch = 2;
@@ -221,7 +226,7 @@ TEST(Sm80Forward, CheckerSelfTest) {
   }
 }
 
-// ---- Errors (no GPU needed: the rules come before any device query) ----------------------------
+// ---- cuda_sm80's errors (no GPU needed: the rules come before any device query) ----------------
 
 void expect_unsupported(const AttentionConfig& c, bool backward, const std::string& part) {
   const Status st = flashlab::detail::sm80_supports(c, backward);
@@ -229,7 +234,7 @@ void expect_unsupported(const AttentionConfig& c, bool backward, const std::stri
   EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
 }
 
-TEST(Sm80Forward, Errors) {
+TEST(CudaForward, Sm80Errors) {
   AttentionConfig c = sm80_config();
   c.dtype = DType::kFloat32;
   expect_unsupported(c, false, "dtype fp32 is not supported by impl cuda_sm80: supported bf16, fp16");
@@ -253,60 +258,28 @@ TEST(Sm80Forward, Errors) {
 
 #if defined(FLASHLAB_WITH_CUDA)
 
-#define SKIP_WITHOUT_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: cuda_sm80 forward not exercised"
+using flashlab::testing::DeviceProblem;
 
-// The problem's tensors mirrored on the device (same strides, padding included).
-struct DeviceProblem {
-  Problem& pb;
-  DeviceBuffer q, k, v, out, lse, cu_q, cu_k, alibi;
-  explicit DeviceProblem(Problem& p)
-      : pb(p),
-        q(p.q.bytes.size()),
-        k(p.k.bytes.size()),
-        v(p.v.bytes.size()),
-        out(p.out.bytes.size()),
-        lse(p.lse.size() * sizeof(float)),
-        cu_q(p.cu_seqlens_q.size() * sizeof(int32_t)),
-        cu_k(p.cu_seqlens_k.size() * sizeof(int32_t)),
-        alibi(p.alibi_slopes.size() * sizeof(float)) {
-    q.upload(p.q.data());
-    k.upload(p.k.data());
-    v.upload(p.v.data());
-    cu_q.upload(p.cu_seqlens_q.data());
-    cu_k.upload(p.cu_seqlens_k.data());
-    alibi.upload(p.alibi_slopes.data());
-  }
-  FwdParams params(float softmax_scale, void* stream) {
-    FwdParams p = pb.fwd_params(Impl::kCudaSm80);
-    p.device = Device::kCUDA;
-    p.softmax_scale = softmax_scale;
-    p.stream = stream;
-    p.q.ptr = q.ptr;
-    p.k.ptr = k.ptr;
-    p.v.ptr = v.ptr;
-    p.out.ptr = out.ptr;
-    p.lse = static_cast<float*>(lse.ptr);
-    if (pb.varlen()) {
-      p.cu_seqlens_q = static_cast<const int32_t*>(cu_q.ptr);
-      p.cu_seqlens_k = static_cast<const int32_t*>(cu_k.ptr);
-    }
-    if (p.alibi_slopes) p.alibi_slopes = static_cast<const float*>(alibi.ptr);
-    return p;
-  }
-  // Poisons the outputs, runs, copies them back into pb.out / pb.lse.
-  Status run(float softmax_scale, void* stream = nullptr) {
-    out.poison();
-    lse.poison();
-    const Status st = flashlab::attention_forward(params(softmax_scale, stream));
-    if (!st.ok()) return st;
-    const cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
-    out.download(pb.out.data());
-    lse.download(pb.lse.data());
-    return st;
-  }
-};
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu())         \
+  GTEST_SKIP() << "no CUDA device: " << flashlab::to_string(GetParam()) << " forward not exercised"
+
+// The GPU tests, once per production CUDA implementation built (the parameter).
+class CudaForwardImpl : public ::testing::TestWithParam<Impl> {};
+
+// `impl`'s forward on the problem mirrored in `dev` (same strides, padding included): poisons the
+// outputs, runs, copies them back into the host problem's out / lse.
+Status run_forward(DeviceProblem& dev, Impl impl, float softmax_scale, void* stream = nullptr) {
+  FLASHLAB_RETURN_IF_ERROR(dev.poison_forward_outputs());
+  FwdParams p = dev.fwd_params(impl, stream);
+  p.softmax_scale = softmax_scale;
+  const Status st = flashlab::attention_forward(p);
+  if (!st.ok()) return st;
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return Status(StatusCode::kDeviceError, cudaGetErrorString(e));
+  FLASHLAB_RETURN_IF_ERROR(dev.download_forward_outputs());
+  return st;
+}
 
 // One random configuration of the sweep, with its softmax scale (NaN: the default).
 struct SweepCase {
@@ -337,7 +310,7 @@ SweepCase random_case(std::mt19937_64& rng) {
   return c;
 }
 
-TEST(Sm80Forward, Sweep) {
+TEST_P(CudaForwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_SEED", 2024)));
@@ -345,8 +318,10 @@ TEST(Sm80Forward, Sweep) {
   for (int i = 0; i < n; ++i) {
     const SweepCase c = random_case(rng);
     Problem pb(c.spec);
-    DeviceProblem dev(pb);
-    const Status st = dev.run(c.scale);
+    DeviceProblem dev;
+    const Status up = dev.init(&pb);
+    ASSERT_TRUE(up.ok()) << up.to_string();
+    const Status st = run_forward(dev, GetParam(), c.scale);
     const std::string what = "case " + std::to_string(i) + ": " + pb.spec.describe() +
                              (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale));
     if (not_built(st)) {
@@ -365,12 +340,12 @@ TEST(Sm80Forward, Sweep) {
       if (failed >= 20) break;  // enough to diagnose
     }
   }
-  std::printf("[ sweep    ] %d configurations run, %d skipped (not built), %d failed\n", ran, skipped,
-              failed);
+  std::printf("[ sweep    ] %s: %d configurations run, %d skipped (not built), %d failed\n",
+              flashlab::to_string(GetParam()), ran, skipped, failed);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
-TEST(Sm80Forward, Determinism) {
+TEST_P(CudaForwardImpl, Determinism) {
   SKIP_WITHOUT_GPU();
   ProblemSpec s;
   s.batch = 2;
@@ -382,23 +357,29 @@ TEST(Sm80Forward, Determinism) {
   s.causal = true;
   s.dropout_p = 0.2f;
   Problem pb(s);
-  DeviceProblem dev(pb);
-  Status st = dev.run(NAN);
+  DeviceProblem dev;
+  const Status up = dev.init(&pb);
+  ASSERT_TRUE(up.ok()) << up.to_string();
+  Status st = run_forward(dev, GetParam(), NAN);
   if (not_built(st)) GTEST_SKIP() << st.message();
   ASSERT_TRUE(st.ok()) << st.to_string();
   const std::vector<unsigned char> out1 = pb.out.bytes;
   const std::vector<float> lse1 = pb.lse;
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  st = dev.run(NAN, stream);
+  st = run_forward(dev, GetParam(), NAN, stream);
   cudaStreamDestroy(stream);
   ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_TRUE(out1 == pb.out.bytes) << "out differs between two identical calls";
   EXPECT_EQ(std::memcmp(lse1.data(), pb.lse.data(), lse1.size() * sizeof(float)), 0);
 }
 
-TEST(Sm80Forward, AutoPicks) {
-  SKIP_WITHOUT_GPU();
+INSTANTIATE_TEST_SUITE_P(Impls, CudaForwardImpl, ::testing::ValuesIn(production_cuda_impls()),
+                         impl_test_name);
+
+// kAuto's choice on the GPU: cuda_sm80 (the first production row of the dispatch table).
+TEST(CudaForward, AutoPicks) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: kAuto's choice not exercised";
   AttentionConfig c = sm80_config();
   c.impl = Impl::kAuto;
   Impl chosen = Impl::kAuto;

@@ -1,7 +1,9 @@
-// tests/gpu/sm80_test_util.h — what the cuda_sm80 GPU tests share: the error measure of the
-// tolerance checks, environment knobs, the base configuration of the error tests, and the device
-// side (a GPU probe, device buffers, the padding check, the "not built" status). Each test keeps its
-// own tolerance rule and sweep (test_sm80_forward.cpp, test_sm80_backward.cpp).
+// tests/gpu/cuda_test_util.h — what the GPU tests of the production CUDA implementations share:
+// the implementations this build compiled (each gets the sweeps), the error measure of the
+// tolerance checks, environment knobs, the base configuration of the error tests, the sweeps'
+// random draws, and the device side (a GPU probe, the padding check, the "not built" status; the
+// device mirror of a problem is testing::DeviceProblem, src/testing/device_problem.h). Each test
+// keeps its own tolerance rule and sweep (test_cuda_forward.cpp, test_cuda_backward.cpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,13 +24,38 @@
 
 #if defined(FLASHLAB_WITH_CUDA)
 #include <cuda_runtime.h>
+
+#include "testing/device_problem.h"
 #endif
 
 namespace flashlab {
-namespace sm80_test {
+
+// How GoogleTest prints an Impl parameter ("cuda_sm80"; found by argument-dependent lookup, so it
+// lives in flashlab's namespace).
+inline void PrintTo(Impl impl, std::ostream* os) {
+  *os << to_string(impl);
+}
+
+namespace cuda_test {
 
 using flashlab::testing::HostTensor;
 using flashlab::testing::ProblemSpec;
+
+// The production CUDA implementations this build compiled (cuda_sm80; cuda_sm90 once it exists),
+// experimental ones included: every row of list_implementations() on device cuda named "cuda_*"
+// (the learning kernels are learn_v*). The GPU sweeps are instantiated once for each; rows are
+// listed whether or not a GPU is present, so without one each instance skips.
+inline std::vector<Impl> production_cuda_impls() {
+  std::vector<Impl> impls;
+  for (const ImplInfo& info : list_implementations())
+    if (info.device == Device::kCUDA && std::strncmp(info.name, "cuda_", 5) == 0) impls.push_back(info.impl);
+  return impls;
+}
+
+// Test-name suffix of a parametrized test: the implementation's name ("Sweep/cuda_sm80").
+inline std::string impl_test_name(const ::testing::TestParamInfo<Impl>& info) {
+  return to_string(info.param);
+}
 
 inline int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -69,7 +97,7 @@ inline Errors measure(const HostTensor& got, const HostTensor& exact, bool round
   return e;
 }
 
-// The configuration the error tests start from (each then breaks one rule).
+// The configuration cuda_sm80's error tests start from (each then breaks one rule).
 inline AttentionConfig sm80_config() {
   AttentionConfig c;
   c.device = Device::kCUDA;
@@ -143,36 +171,6 @@ inline bool have_gpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) {
-    if (n) {
-      EXPECT_EQ(cudaMalloc(&ptr, n), cudaSuccess);
-    }
-  }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const void* h) {
-    if (bytes) {
-      EXPECT_EQ(cudaMemcpy(ptr, h, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  void download(void* h) const {
-    if (bytes) {
-      EXPECT_EQ(cudaMemcpy(h, ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-  }
-  void poison() {
-    if (bytes) {
-      EXPECT_EQ(cudaMemset(ptr, 0xff, bytes), cudaSuccess);
-    }
-  }
-};
-
 // Elements of `t` outside its logical (batch, rows, heads, dim) that no longer hold the 0xFFFF poison.
 inline int64_t written_padding(const HostTensor& t) {
   std::vector<char> logical(t.bytes.size() / 2, 0);
@@ -196,5 +194,5 @@ inline bool not_built(const Status& st) {
 
 #endif  // FLASHLAB_WITH_CUDA
 
-}  // namespace sm80_test
+}  // namespace cuda_test
 }  // namespace flashlab
