@@ -19,9 +19,11 @@ Tensors cross into C++ as DLPack capsules made with ``__dlpack__(stream=-1)``: -
 no cross-stream synchronization, which the default (``stream=None`` in older torch versions) would
 add by recording an event on the current stream — fatal inside graph capture.
 
-On CUDA only what the learning kernels support runs today (bf16/fp16, head_dim 64 or 128, plain,
-causal bottom-right and GQA attention); anything else raises ``flashlab.UnsupportedError`` with the
-C++ library's message. On the CPU every feature runs (``cpu_flash``). docs/python.md has the rest.
+On CUDA ``impl="auto"`` runs ``cuda_sm80``: bf16/fp16, head_dim any multiple of 8 up to 256, and
+every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
+what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
+library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
+docs/python.md has the rest.
 """
 
 from typing import List, Optional, Tuple
