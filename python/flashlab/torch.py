@@ -15,9 +15,11 @@ Two ops, ``flashlab::fwd`` and ``flashlab::bwd``, registered with ``torch.librar
   as opaque nodes without graph breaks;
 * ``register_autograd`` makes ``flashlab::bwd`` the derivative of ``flashlab::fwd``.
 
-Tensors cross into C++ as DLPack capsules made with ``__dlpack__(stream=-1)``: -1 asks torch for
-no cross-stream synchronization, which the default (``stream=None`` in older torch versions) would
-add by recording an event on the current stream — fatal inside graph capture.
+Tensors cross into C++ as DLPack capsules made with ``torch.utils.dlpack.to_dlpack``: it performs
+no cross-stream synchronization (``__dlpack__()`` with its default ``stream=None`` in older torch
+versions would record an event on the current stream — fatal inside graph capture) and none of
+``__dlpack__``'s per-tensor Python checks (``requires_grad``, the current device), which cost more
+host time than the rest of the call.
 
 On CUDA ``impl="auto"`` runs ``cuda_sm80``: bf16/fp16, head_dim any multiple of 8 up to 256, and
 every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
@@ -30,6 +32,7 @@ from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.utils.dlpack import to_dlpack
 
 from . import _core
 from ._core import FlashlabError, UnsupportedError
@@ -42,9 +45,7 @@ __all__ = ["attention", "FlashlabError", "UnsupportedError"]
 # ---------------------------------------------------------------------------------------------
 def _capsule(t: Optional[Tensor]):
     """A DLPack capsule of `t` without stream synchronization (see the module docstring)."""
-    if t is None:
-        return None
-    return t.detach().__dlpack__(stream=-1)
+    return None if t is None else to_dlpack(t)
 
 
 def _last_dim_contiguous(t: Tensor) -> Tensor:
@@ -52,15 +53,30 @@ def _last_dim_contiguous(t: Tensor) -> Tensor:
     return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
 
 
-def _launch(q: Tensor) -> dict:
-    """Stream and workspace allocator for a call on q's device."""
+def _allocate_workspace(nbytes: int):
+    """Device scratch on the current device (the call runs under torch.cuda.device(q.device))."""
+    return to_dlpack(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+
+
+# The current stream's cudaStream_t as an int: the raw query TorchInductor's generated code uses,
+# without building a torch.cuda.Stream object per call; the public spelling where it is missing.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device: torch.device) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _call(fn, q: Tensor, *tensors, **options):
+    """fn(*capsules, **options) with q's stream and workspace; on CUDA under torch.cuda.device(q.device)
+    (the library launches on the current device)."""
     if not q.is_cuda:
-        return {"stream": 0}
-
-    def allocate(nbytes: int):
-        return torch.empty(nbytes, dtype=torch.uint8, device=q.device).__dlpack__(stream=-1)
-
-    return {"stream": torch.cuda.current_stream(q.device).cuda_stream, "workspace": allocate}
+        fn(*map(_capsule, tensors), stream=0, **options)
+        return
+    with torch.cuda.device(q.device):
+        fn(*map(_capsule, tensors), stream=_current_stream(q.device), workspace=_allocate_workspace, **options)
 
 
 def _rng(rng_state: Optional[Tensor], dropout_p: float) -> Tuple[int, int]:
@@ -92,22 +108,6 @@ def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slope
     )  # fmt: skip
 
 
-class _on_device:
-    """torch.cuda.device(t.device) for CUDA tensors (DLPack export and kernel launches use the
-    current device), nothing for CPU tensors."""
-
-    def __init__(self, t: Tensor):
-        self.guard = torch.cuda.device(t.device) if t.is_cuda else None
-
-    def __enter__(self):
-        if self.guard is not None:
-            self.guard.__enter__()
-
-    def __exit__(self, *exc):
-        if self.guard is not None:
-            self.guard.__exit__(*exc)
-
-
 # ---------------------------------------------------------------------------------------------
 # The ops
 # ---------------------------------------------------------------------------------------------
@@ -122,15 +122,13 @@ def _fwd(
     deterministic: bool, impl: str,
 ) -> Tuple[Tensor, Tensor]:  # fmt: skip
     """Returns (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
-    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32, device=q.device)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
                        softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
-    with _on_device(q):
-        _core.forward(_capsule(q), _capsule(k), _capsule(v), _capsule(out), _capsule(lse),
-                      **options, **_launch(q))  # fmt: skip
+    _call(_core.forward, q, q, k, v, out, lse, **options)
     return out, lse
 
 
@@ -158,10 +156,7 @@ def _bwd(
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
                        softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
-    with _on_device(q):
-        _core.backward(_capsule(dout), _capsule(q), _capsule(k), _capsule(v), _capsule(out),
-                       _capsule(lse), _capsule(dq), _capsule(dk), _capsule(dv),
-                       deterministic=deterministic, **options, **_launch(q))  # fmt: skip
+    _call(_core.backward, q, dout, q, k, v, out, lse, dq, dk, dv, deterministic=deterministic, **options)
     return dq, dk, dv
 
 
