@@ -47,9 +47,9 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
-// Calls `allocator(nbytes)` for the device scratch an implementation asks for (none does yet:
-// the CUDA learning kernels fall back to stream-ordered cudaMallocAsync). The returned DLPack
-// object is kept in `*keep` until the call returns.
+// Calls `allocator(nbytes)` for the device scratch an implementation asks for (today cuda_sm80's
+// backward; the CUDA learning kernels take theirs with stream-ordered cudaMallocAsync). The
+// returned DLPack object is kept in `*keep` until the call returns.
 void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
                        nb::object* keep) {
   if (allocator.is_none() || bytes <= 0) return;
