@@ -8,7 +8,9 @@ SDPBackend.FLASH_ATTENTION, i.e. FlashAttention-2, timed by learn/bench_sdpa.py'
 events, L2 flushed before each rep, median) is measured in this process, then flashlab's
 implementations by the CLI (`flashlab bench --json --no-check`, same method: events, L2 flush,
 median) in a subprocess — flashlab's correctness is the GPU test suite's job, not this script's.
-TFLOP/s for both come from the same mask-aware count (4·d per visible pair, backward 2.5×).
+TFLOP/s for both come from the same mask-aware count, flashlab::attention_flops (4·d per visible pair,
+backward 2.5×), read from the CLI's JSON: this script needs torch and the CLI, not the Python
+extension (tools/gpu_check.sh and tools/device_ab.sh run it without one).
 
   python3 benchmarks/sdpa_grid.py --flashlab build-carry/bin/flashlab --impl cuda_sm80 \\
       [--hdims 64,128,256] [--seqlens 512,...] [--causal both|0|1] [--no-backward] [--md out.md]
@@ -27,7 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "learn"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from bench_sdpa import flops_forward, time_ms  # noqa: E402
+from bench_sdpa import time_ms  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 
@@ -62,14 +64,15 @@ def flashlab_point(binary, impls, b, s, h, d, causal, backward, iters):
     try:
         doc = json.loads(r.stdout)
     except json.JSONDecodeError:
-        return {}, (r.stderr or r.stdout).strip()[-300:]
+        return {}, {}, (r.stderr or r.stdout).strip()[-300:]
+    flops = doc["flops"]  # flashlab::attention_flops of this shape: {"forward": ..., "backward": ...}
     out = {}
     for row in doc["rows"]:
         if row["ms_median"] is not None and row["status"] in ("pass", "unchecked"):
             out[(row["impl"], row["pass"])] = row["ms_median"]
     bad = [f'{row["impl"]} {row["pass"]}: {row["status"]} {row["message"]}' for row in doc["rows"]
            if row["status"] not in ("pass", "unchecked")]
-    return out, "; ".join(bad)
+    return out, flops, "; ".join(bad)
 
 
 def main():
@@ -95,23 +98,23 @@ def main():
     t0 = time.time()
     for n, (d, s, causal) in enumerate(points, 1):
         b, h = max(1, 16384 // s), max(1, 2048 // d)
-        fl = flops_forward(b, h, s, d, causal)
         peer = sdpa_point(b, s, h, d, causal, backward)
-        ours, err = flashlab_point(args.flashlab, args.impl, b, s, h, d, causal, backward, args.iters)
+        ours, flops, err = flashlab_point(args.flashlab, args.impl, b, s, h, d, causal, backward, args.iters)
         for p in passes:
-            pf = fl * (2.5 if p == "backward" else 1.0)
+            pf = flops.get(p)  # None when the CLI gave no JSON (its error is printed below)
             row = {"hdim": d, "seqlen": s, "causal": causal, "pass": p, "sdpa_ms": peer[p],
-                   "sdpa_tflops": pf / peer[p] / 1e9}
+                   "sdpa_tflops": pf / peer[p] / 1e9 if pf else None}
             for i in impls:
                 ms = ours.get((i, p))
-                row[i] = (ms, pf / ms / 1e9 if ms else None, peer[p] / ms if ms else None)
+                row[i] = (ms, pf / ms / 1e9 if ms and pf else None, peer[p] / ms if ms else None)
                 if ms:
                     ratios[(i, p)].append(peer[p] / ms)
             rows.append(row)
-            line = " ".join(f"{i} {row[i][1]:.0f} TF/s ({row[i][2]:.2f}x)" if row[i][0] else f"{i} -"
+            line = " ".join(f"{i} {row[i][1]:.0f} TF/s ({row[i][2]:.2f}x)" if row[i][1] else f"{i} -"
                             for i in impls)
+            sdpa = f"{row['sdpa_tflops']:.0f} TF/s" if pf else f"{peer[p]:.3f} ms"
             print(f"[{n}/{len(points)} {time.time() - t0:4.0f}s] d{d} s{s} {'causal' if causal else 'full'} "
-                  f"{p}: sdpa_flash {row['sdpa_tflops']:.0f} TF/s | {line}", flush=True)
+                  f"{p}: sdpa_flash {sdpa} | {line}", flush=True)
         if err:
             print(f"    flashlab: {err}", flush=True)
     head = "| hdim | seqlen | causal | pass | SDPA flash ms | TFLOP/s |" + "".join(
@@ -120,8 +123,9 @@ def main():
     for r in rows:
         cells = "".join(f" {r[i][0]:.3f} | {r[i][1]:.0f} | {r[i][2]:.2f} |" if r[i][0] else " – | – | – |"
                         for i in impls)
+        sdpa_tflops = f"{r['sdpa_tflops']:.0f}" if r["sdpa_tflops"] else "–"
         lines.append(f"| {r['hdim']} | {r['seqlen']} | {int(r['causal'])} | {r['pass']} | {r['sdpa_ms']:.3f} | "
-                     f"{r['sdpa_tflops']:.0f} |{cells}")
+                     f"{sdpa_tflops} |{cells}")
     lines.append("")
     for (i, p), v in ratios.items():
         if v:

@@ -7,6 +7,11 @@ the same method as learn/harness.cuh: CUDA events around each rep, L2 flushed be
 warm-up first, median reported; TFLOP/s from the same mask-aware count as flashlab::attention_flops
 (forward 4 * d per visible (query, key) pair and head, backward 2.5x that).
 
+Stand-alone by design: learn/run_gpu.sh runs it on the GPU machine beside the C++ harness, where
+torch is installed but flashlab's Python extension is not built. So it keeps flops_forward, a
+closed form for the only shapes it times (seqlen_q = seqlen_k, full or causal); the test
+python/tests/test_core.py::test_bench_sdpa_flops_match_the_library pins it to flashlab.attention_flops.
+
 Tensors use flashlab's (batch, seqlen, heads, head_dim) layout, passed to SDPA as a transposed
 view, so both sides read the same memory layout. seqlen_q == seqlen_k, so SDPA's top-left causal
 mask equals flashlab's bottom-right one.
@@ -24,6 +29,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def flops_forward(batch, heads, seqlen, hdim, causal):
+    """flashlab::attention_flops at seqlen_q = seqlen_k (either causal alignment): see the docstring."""
     pairs = seqlen * (seqlen + 1) // 2 if causal else seqlen * seqlen
     return 4.0 * hdim * pairs * heads * batch
 

@@ -6,7 +6,7 @@ Three layers (docs/python.md):
   with caller-provided outputs and an explicit CUDA stream. Errors raise :class:`FlashlabError`
   (a ``ValueError``) or its subclass :class:`UnsupportedError`, carrying the C++ Status message.
 * :func:`attention` / :func:`attention_backward` here: NumPy conveniences that allocate the outputs
-  (CPU backends).
+  (CPU backends). :func:`attention_flops`: the mask-aware FLOP count every benchmark uses.
 * ``flashlab.torch``: PyTorch custom ops with autograd, ``torch.compile`` and CUDA-graph support;
   ``flashlab.flash_attn_interface``: the flash-attn 2.x functions.
 
@@ -19,7 +19,15 @@ from ._preload import preload_torch_cuda_libs
 preload_torch_cuda_libs()  # before _core loads libflashlab.so: see _preload.py
 
 from . import _core  # noqa: E402
-from ._core import FlashlabError, UnsupportedError, backward, build_info, forward, implementations  # noqa: E402
+from ._core import (  # noqa: E402
+    FlashlabError,
+    UnsupportedError,
+    attention_flops,
+    backward,
+    build_info,
+    forward,
+    implementations,
+)
 from ._numpy import attention, attention_backward  # noqa: E402
 
 __version__ = _core.__version__
@@ -29,6 +37,7 @@ __all__ = [
     "UnsupportedError",
     "attention",
     "attention_backward",
+    "attention_flops",
     "backward",
     "build_info",
     "forward",

@@ -21,8 +21,9 @@ bottom-right one.
 Timing: CUDA events around each call, warm-up first (compilation stays out), a 256 MiB buffer zeroed
 between calls (flushes the 50 MB L2), median of the reps that fit --budget-ms. The forward is timed
 with inputs that require grad (the training forward: LSE is saved); the backward is
-autograd.grad of that output. FLOPs are mask-aware: 4 * head_dim per visible (query, key) pair
-and head forward, 2.5x that backward; the visible pairs are counted exactly.
+autograd.grad of that output. FLOPs are flashlab.attention_flops, the C++ library's mask-aware count
+(4 * head_dim per visible (query, key) pair and head forward, 2.5x that backward); where the extension
+is not built (python/run_gpu_triton.sh's stub package) the points keep their ms, without TFLOP/s.
 An implementation whose single call passes --cap-ms is timed once there, and one whose call passes
 half of it is skipped at larger seqlens (FA1's last points take seconds).
 
@@ -46,24 +47,15 @@ DEFAULT_IMPLS = "flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa1,sdpa
 DEFAULT_SEQLENS = "512,1024,2048,4096,8192,16384"
 
 
-def visible_pairs(seqlen_q, seqlen_k, causal):
-    """(query, key) pairs that pass the bottom-right causal mask, counted exactly: query i sees
-    min(seqlen_k, max(0, i + seqlen_k - seqlen_q + 1)) keys."""
-    if not causal:
-        return seqlen_q * seqlen_k
-    shift = seqlen_k - seqlen_q
-    first = max(0, -shift)                        # rows before this see nothing
-    # rows first.. contribute i + shift + 1, capped at seqlen_k: an arithmetic series then a plateau
-    last_uncapped = min(seqlen_q - 1, seqlen_k - 1 - shift)
-    n = last_uncapped - first + 1
-    series = n * (first + last_uncapped + 2 * (shift + 1)) // 2 if n > 0 else 0
-    plateau = max(0, seqlen_q - 1 - max(last_uncapped, first - 1)) * seqlen_k
-    return series + plateau
-
-
-def attention_flops(batch, heads, seqlen_q, seqlen_k, head_dim, causal, backward=False):
-    fwd = 4.0 * head_dim * visible_pairs(seqlen_q, seqlen_k, causal) * batch * heads
-    return 2.5 * fwd if backward else fwd
+def point_flops(batch, heads, seqlen, head_dim, causal, backward):
+    """FLOPs of one grid point from flashlab.attention_flops (bottom-right causal, as flashlab's
+    kernels; equal to SDPA's top-left mask at seqlen_q = seqlen_k), or None without the extension."""
+    try:
+        from flashlab import attention_flops
+    except ImportError:  # the stub package: flashlab.triton and the peers only
+        return None
+    fwd, bwd = attention_flops(batch, seqlen, seqlen, heads, heads, head_dim, causal=causal)
+    return bwd if backward else fwd
 
 
 # ------------------------------------------------------------------------------------ the peers
@@ -256,8 +248,8 @@ def measure(rec, f, q, k, v, do, causal, ps, timer, args, too_slow):
             call = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
         ms, reps = timer(call, args.cap_ms)
         s, d = rec["seqlen"], rec["hdim"]
-        fl = attention_flops(rec["batch"], rec["heads"], s, s, d, causal, backward=(ps == "bwd"))
-        rec.update(ms=ms, tflops=fl / ms / 1e9, reps=reps)
+        fl = point_flops(rec["batch"], rec["heads"], s, d, causal, backward=(ps == "bwd"))
+        rec.update(ms=ms, tflops=fl / ms / 1e9 if fl else None, reps=reps)
         if ms > args.cap_ms:
             rec["note"] = f"1 rep (> {args.cap_ms:.0f} ms cap)"
         if 2 * ms > args.cap_ms:  # the next (doubled) seqlen would take at least twice as long
@@ -287,7 +279,8 @@ def render_markdown(records, header):
     seqlens = sorted({r["seqlen"] for r in records})
     lines = [header, ""]
     lines.append("Cells: TFLOP/s (ratio to the best peer at that point: max of "
-                 + ", ".join(PEERS) + "). Notes under each table explain empty cells.")
+                 + ", ".join(PEERS) + "), or ms where flashlab's extension (the FLOP count) was not built. "
+                 "Notes under each table explain empty cells.")
     index = {(r["impl"], r["pass"], r["hdim"], r["causal"], r["seqlen"]): r for r in records}
     for ps in ("fwd", "bwd"):
         for d in sorted({r["hdim"] for r in records}):
@@ -309,6 +302,8 @@ def render_markdown(records, header):
                             b = best.get((ps, d, causal, s))
                             cells.append(f"{r['tflops']:.1f}" + (f" ({r['tflops'] / b:.2f})" if b else "")
                                          + ("¹" if r["reps"] == 1 else ""))
+                        elif r["ms"]:                  # no FLOP count (extension not built)
+                            cells.append(f"{r['ms']:.3f} ms" + ("¹" if r["reps"] == 1 else ""))
                         else:
                             cells.append("–")
                             if r["note"] and r["note"] not in notes:
@@ -439,7 +434,7 @@ def main(argv=None):
     if (args.resume or args.render_only) and os.path.exists(path_jsonl):
         with open(path_jsonl) as fh:
             records = [json.loads(line) for line in fh if line.strip()]
-        records = [r for r in records if r["tflops"] or args.render_only]   # retry failed points
+        records = [r for r in records if r["ms"] or args.render_only]   # retry failed points
     header_path = os.path.join(args.out, "header.md")
     if args.render_only:
         header = open(header_path).read() if os.path.exists(header_path) else "## flashlab.bench"

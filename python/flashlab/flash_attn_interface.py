@@ -15,9 +15,10 @@ Differences (docs/python.md lists them all):
 * ``S_dmask`` is always ``None``: flashlab never materializes the probabilities.
 * Dropout draws flashlab's Philox mask (docs/dropout.md), not flash-attn's: same distribution,
   different bits. The seed comes from torch's global CPU generator.
-* On CUDA only what flashlab's kernels support runs (today: bf16/fp16, head_dim 64 or 128, plain,
-  causal and GQA attention, fixed-length batches); the rest raises ``flashlab.UnsupportedError``.
-  On the CPU everything runs, which flash-attn does not do.
+* On CUDA flashlab's kernels (``cuda_sm80``) take bf16/fp16 and head_dim any multiple of 8 up to
+  256, with every feature of these functions (causal, window, softcap, ALiBi, dropout, GQA/MQA,
+  varlen); anything else raises ``flashlab.UnsupportedError``. On the CPU everything runs (fp32
+  too), which flash-attn does not do.
 * ``block_table`` (paged KV cache) is not supported.
 
 As in flash-attn, a window side >= seqlen_k (max_seqlen_k for varlen) means unbounded.

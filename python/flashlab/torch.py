@@ -6,28 +6,35 @@
     out = fl.attention(q, k, v, causal=True)     # (batch, seqlen, heads, head_dim), like q
     out.sum().backward()
 
-Two ops, ``flashlab::fwd`` and ``flashlab::bwd``, registered with ``torch.library.custom_op``:
+Two ops, ``flashlab::fwd`` and ``flashlab::bwd``, defined with ``torch.library.Library`` (what
+``torch.library.custom_op`` would register, with an autograd kernel of our own: see "The ops"):
 
 * each allocates its outputs with ``torch.empty`` inside the op (torch's caching allocator owns all
   memory, so CUDA-graph capture records the allocations in the graph's pool);
 * each launches on ``torch.cuda.current_stream()`` and never synchronizes the host;
 * ``register_fake`` gives their output shapes, so ``torch.compile(fullgraph=True)`` traces them
   as opaque nodes without graph breaks;
-* ``register_autograd`` makes ``flashlab::bwd`` the derivative of ``flashlab::fwd``.
+* the autograd kernel (a ``torch.autograd.Function`` at the Autograd key) makes ``flashlab::bwd``
+  the derivative of ``flashlab::fwd``.
 
-Tensors cross into C++ as DLPack capsules made with ``__dlpack__(stream=-1)``: -1 asks torch for
-no cross-stream synchronization, which the default (``stream=None`` in older torch versions) would
-add by recording an event on the current stream — fatal inside graph capture.
+Tensors cross into C++ as DLPack capsules made with ``torch.utils.dlpack.to_dlpack``: it performs
+no cross-stream synchronization (``__dlpack__()`` with its default ``stream=None`` in older torch
+versions would record an event on the current stream — fatal inside graph capture) and none of
+``__dlpack__``'s per-tensor Python checks (``requires_grad``, the current device), which cost more
+host time than the rest of the call.
 
-On CUDA only what the learning kernels support runs today (bf16/fp16, head_dim 64 or 128, plain,
-causal bottom-right and GQA attention); anything else raises ``flashlab.UnsupportedError`` with the
-C++ library's message. On the CPU every feature runs (``cpu_flash``). docs/python.md has the rest.
+On CUDA ``impl="auto"`` runs ``cuda_sm80``: bf16/fp16, head_dim any multiple of 8 up to 256, and
+every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
+what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
+library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
+docs/python.md has the rest.
 """
 
 from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.utils.dlpack import to_dlpack
 
 from . import _core
 from ._core import FlashlabError, UnsupportedError
@@ -40,9 +47,7 @@ __all__ = ["attention", "FlashlabError", "UnsupportedError"]
 # ---------------------------------------------------------------------------------------------
 def _capsule(t: Optional[Tensor]):
     """A DLPack capsule of `t` without stream synchronization (see the module docstring)."""
-    if t is None:
-        return None
-    return t.detach().__dlpack__(stream=-1)
+    return None if t is None else to_dlpack(t)
 
 
 def _last_dim_contiguous(t: Tensor) -> Tensor:
@@ -50,15 +55,35 @@ def _last_dim_contiguous(t: Tensor) -> Tensor:
     return t if t.stride(-1) == 1 or t.shape[-1] == 1 else t.contiguous()
 
 
-def _launch(q: Tensor) -> dict:
-    """Stream and workspace allocator for a call on q's device."""
+def _allocate_workspace(nbytes: int):
+    """Device scratch on the current device (the call runs under torch.cuda.device(q.device))."""
+    return to_dlpack(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+
+
+# torch._C._any_requires_grad (what custom_op's autograd kernel asks) where this torch has it.
+_any_requires_grad = getattr(torch._C, "_any_requires_grad", None) or (
+    lambda *args: any(isinstance(a, Tensor) and a.requires_grad for a in args))
+
+
+# The current stream's cudaStream_t as an int: the raw query TorchInductor's generated code uses,
+# without building a torch.cuda.Stream object per call; the public spelling where it is missing.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device: torch.device) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _call(fn, q: Tensor, *tensors, **options):
+    """fn(*capsules, **options) with q's stream and workspace; on CUDA under torch.cuda.device(q.device)
+    (the library launches on the current device)."""
     if not q.is_cuda:
-        return {"stream": 0}
-
-    def allocate(nbytes: int):
-        return torch.empty(nbytes, dtype=torch.uint8, device=q.device).__dlpack__(stream=-1)
-
-    return {"stream": torch.cuda.current_stream(q.device).cuda_stream, "workspace": allocate}
+        fn(*map(_capsule, tensors), stream=0, **options)
+        return
+    with torch.cuda.device(q.device):
+        fn(*map(_capsule, tensors), stream=_current_stream(q.device), workspace=_allocate_workspace, **options)
 
 
 def _rng(rng_state: Optional[Tensor], dropout_p: float) -> Tuple[int, int]:
@@ -90,26 +115,28 @@ def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slope
     )  # fmt: skip
 
 
-class _on_device:
-    """torch.cuda.device(t.device) for CUDA tensors (DLPack export and kernel launches use the
-    current device), nothing for CPU tensors."""
-
-    def __init__(self, t: Tensor):
-        self.guard = torch.cuda.device(t.device) if t.is_cuda else None
-
-    def __enter__(self):
-        if self.guard is not None:
-            self.guard.__enter__()
-
-    def __exit__(self, *exc):
-        if self.guard is not None:
-            self.guard.__exit__(*exc)
-
-
 # ---------------------------------------------------------------------------------------------
 # The ops
 # ---------------------------------------------------------------------------------------------
-@torch.library.custom_op("flashlab::fwd", mutates_args=())
+# Defined with torch.library.Library rather than torch.library.custom_op: the schema, the kernels,
+# the fake kernels and the autograd formula are what custom_op + register_fake + register_autograd
+# would register, but the autograd kernel is ours. custom_op's (torch 2.15) rebuilds every call's
+# default arguments from op._schema.arguments, a list re-created on each access: about 50 us a call
+# for these 18 arguments, more than everything else in the call together.
+_lib = torch.library.Library("flashlab", "DEF")
+_OPTIONS = (
+    "Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k, "
+    "Tensor? alibi_slopes, Tensor? rng_state, float? softmax_scale, bool causal, str causal_align, "
+    "SymInt window_left, SymInt window_right, float softcap, float dropout_p, bool deterministic, str impl"
+)
+_lib.define("fwd(Tensor q, Tensor k, Tensor v, " + _OPTIONS + ") -> (Tensor, Tensor)",
+            tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
+_lib.define("bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, " + _OPTIONS
+            + ") -> (Tensor, Tensor, Tensor)", tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
+# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (15 of them).
+_N_OPTION_INPUTS = 15
+
+
 def _fwd(
     q: Tensor, k: Tensor, v: Tensor,
     cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
@@ -119,26 +146,22 @@ def _fwd(
     window_left: int, window_right: int, softcap: float, dropout_p: float,
     deterministic: bool, impl: str,
 ) -> Tuple[Tensor, Tensor]:  # fmt: skip
-    """Returns (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
-    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    """flashlab::fwd -> (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
+    q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32, device=q.device)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
                        softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
-    with _on_device(q):
-        _core.forward(_capsule(q), _capsule(k), _capsule(v), _capsule(out), _capsule(lse),
-                      **options, **_launch(q))  # fmt: skip
+    _call(_core.forward, q, q, k, v, out, lse, **options)
     return out, lse
 
 
-@_fwd.register_fake
 def _fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, *args):
     lse_shape = _lse_shape(q, cu_seqlens_q is not None)
     return q.new_empty(q.shape), q.new_empty(lse_shape, dtype=torch.float32)
 
 
-@torch.library.custom_op("flashlab::bwd", mutates_args=())
 def _bwd(
     dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
     cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
@@ -148,7 +171,7 @@ def _bwd(
     window_left: int, window_right: int, softcap: float, dropout_p: float,
     deterministic: bool, impl: str,
 ) -> Tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    """Returns (dq, dk, dv), contiguous, shaped like q, k, v."""
+    """flashlab::bwd -> (dq, dk, dv), contiguous, shaped like q, k, v."""
     dout, q, k, v, out = (_last_dim_contiguous(t) for t in (dout, q, k, v, out))
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
@@ -156,42 +179,77 @@ def _bwd(
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
                        softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
-    with _on_device(q):
-        _core.backward(_capsule(dout), _capsule(q), _capsule(k), _capsule(v), _capsule(out),
-                       _capsule(lse), _capsule(dq), _capsule(dk), _capsule(dv),
-                       deterministic=deterministic, **options, **_launch(q))  # fmt: skip
+    _call(_core.backward, q, dout, q, k, v, out, lse, dq, dk, dv, deterministic=deterministic, **options)
     return dq, dk, dv
 
 
-@_bwd.register_fake
 def _bwd_fake(dout, q, k, v, *args):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
-# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (15 of them).
-_N_OPTION_INPUTS = 15
+# Kernels for every backend (what custom_op registers for device_types=None), and the fake ones.
+_lib.impl("fwd", _fwd, "CompositeExplicitAutograd")
+_lib.impl("bwd", _bwd, "CompositeExplicitAutograd")
+torch.library.register_fake("flashlab::fwd", _fwd_fake, lib=_lib)
+torch.library.register_fake("flashlab::bwd", _bwd_fake, lib=_lib)
+_FWD = torch.ops.flashlab.fwd.default
+_BWD = torch.ops.flashlab.bwd.default
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 
 
-def _setup_context(ctx, inputs, output):
-    q, k, v, cu_q, cu_k, *rest = inputs
-    max_q, max_k, alibi, rng_state = rest[:4]
-    out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, rng_state)
-    ctx.scalars = (max_q, max_k) + tuple(rest[4:])
-    # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
-    ctx.mark_non_differentiable(lse)
+class _FwdFunction(torch.autograd.Function):
+    """flashlab::fwd with flashlab::bwd as its derivative; LSE is not differentiable."""
+
+    @staticmethod
+    def forward(ctx, keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, rng_state, *scalars):
+        with torch._C._AutoDispatchBelowAutograd():
+            out, lse = _FWD.redispatch(keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, rng_state, *scalars)
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, rng_state)
+        ctx.scalars = (max_q, max_k) + scalars
+        # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        q, k, v, out, lse, cu_q, cu_k, alibi, rng_state = ctx.saved_tensors
+        max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
+        dq, dk, dv = _BWD(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, rng_state, scale,
+                          causal, align, wl, wr, softcap, p, deterministic, impl)  # fmt: skip
+        return (None, dq, dk, dv) + (None,) * _N_OPTION_INPUTS
 
 
-def _backward(ctx, dout, _dlse):
-    q, k, v, out, lse, cu_q, cu_k, alibi, rng_state = ctx.saved_tensors
-    max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
-    dq, dk, dv = torch.ops.flashlab.bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi,
-                                        rng_state, scale, causal, align, wl, wr, softcap, p,
-                                        deterministic, impl)  # fmt: skip
-    return (dq, dk, dv) + (None,) * _N_OPTION_INPUTS
+class _BwdFunction(torch.autograd.Function):
+    """flashlab::bwd under autograd: no derivative (double backward is not supported)."""
+
+    @staticmethod
+    def forward(ctx, keyset, *args):
+        with torch._C._AutoDispatchBelowAutograd():
+            return _BWD.redispatch(keyset, *args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("flashlab::bwd has no derivative: double backward is not supported")
 
 
-torch.library.register_autograd("flashlab::fwd", _backward, setup_context=_setup_context)
+def _fwd_autograd(keyset, *args):
+    keyset = keyset & _BELOW_AUTOGRAD
+    if torch.is_grad_enabled() and _any_requires_grad(*args):
+        return _FwdFunction.apply(keyset, *args)
+    with torch._C._AutoDispatchBelowAutograd():
+        return _FWD.redispatch(keyset, *args)
+
+
+def _bwd_autograd(keyset, *args):
+    keyset = keyset & _BELOW_AUTOGRAD
+    if torch.is_grad_enabled() and _any_requires_grad(*args):
+        return _BwdFunction.apply(keyset, *args)
+    with torch._C._AutoDispatchBelowAutograd():
+        return _BWD.redispatch(keyset, *args)
+
+
+_lib.impl("fwd", _fwd_autograd, "Autograd", with_keyset=True)
+_lib.impl("bwd", _bwd_autograd, "Autograd", with_keyset=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +272,7 @@ def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=No
                deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
     """(out, lse) through flashlab::fwd; shared by attention() and flash_attn_interface."""
     rng_state = _rng_state(dropout_p, generator, dropout_offset)
-    return torch.ops.flashlab.fwd(
+    return _FWD(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
         rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
         float(softcap), float(dropout_p), deterministic, impl,

@@ -2,6 +2,7 @@
 //
 //   _core.forward(q, k, v, out, lse=None, *, causal=..., impl=..., stream=..., ...)
 //   _core.backward(dout, q, k, v, out, lse, dq, dk, dv, *, ..., deterministic=...)
+//   _core.attention_flops(batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, *, causal=...)
 //
 // Every tensor is any DLPack producer (torch, CuPy, JAX, NumPy, a DLPack capsule). Outputs are
 // provided by the caller and written in place, so the framework's allocator owns all memory (what
@@ -14,6 +15,10 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "tensor_args.h"
 
@@ -42,9 +47,9 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
-// Calls `allocator(nbytes)` for the device scratch an implementation asks for (none does yet:
-// the CUDA learning kernels fall back to stream-ordered cudaMallocAsync). The returned DLPack
-// object is kept in `*keep` until the call returns.
+// Calls `allocator(nbytes)` for the device scratch an implementation asks for (today cuda_sm80's
+// backward; the CUDA learning kernels take theirs with stream-ordered cudaMallocAsync). The
+// returned DLPack object is kept in `*keep` until the call returns.
 void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
                        nb::object* keep) {
   if (allocator.is_none() || bytes <= 0) return;
@@ -137,6 +142,54 @@ void backward(const InArray& dout, const InArray& q, const InArray& k, const InA
   throw_if_error(st);
 }
 
+// The mask-aware FLOP count every benchmark uses (flashlab::attention_flops). Variable-length
+// batches pass host cu_seqlens (any sequence of ints, batch + 1 entries); the lengths then come
+// from them and seqlen_q / seqlen_k are not read.
+nb::tuple attention_flops(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q,
+                          int64_t heads_kv, int64_t head_dim, bool causal, const std::string& causal_align,
+                          int64_t window_left, int64_t window_right,
+                          const std::optional<std::vector<int64_t>>& cu_seqlens_q,
+                          const std::optional<std::vector<int64_t>>& cu_seqlens_k) {
+  if (batch < 0 || seqlen_q < 0 || seqlen_k < 0 || heads_q < 0 || heads_kv < 0 || head_dim < 0)
+    fail("attention_flops: batch, seqlen_q, seqlen_k, heads_q, heads_kv and head_dim must be >= 0");
+  if (window_left < -1 || window_right < -1)
+    fail("attention_flops: window sides must be >= -1 (-1 = unbounded)");
+  flashlab::AttentionConfig c;
+  c.batch = batch;
+  c.seqlen_q = seqlen_q;
+  c.seqlen_k = seqlen_k;
+  c.heads_q = heads_q;
+  c.heads_kv = heads_kv;
+  c.head_dim = head_dim;
+  Options o;
+  o.causal = causal;
+  o.causal_align = causal_align;
+  o.window_left = window_left;
+  o.window_right = window_right;
+  set_options(o, &c);
+  if (cu_seqlens_q.has_value() != cu_seqlens_k.has_value())
+    fail("cu_seqlens_q and cu_seqlens_k must be given together (variable-length batch) or not at all");
+  std::vector<int32_t> cu_q, cu_k;
+  if (cu_seqlens_q) {
+    const auto copy = [&](const char* name, const std::vector<int64_t>& in, std::vector<int32_t>* out) {
+      if (static_cast<int64_t>(in.size()) != batch + 1)
+        fail(std::string(name) + " has " + std::to_string(in.size()) +
+             " entries; expected batch + 1 = " + std::to_string(batch + 1));
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (in[i] < 0 || in[i] > INT32_MAX || (i > 0 && in[i] < in[i - 1]))
+          fail(std::string(name) + " must be non-decreasing int32 offsets from >= 0; entry " +
+               std::to_string(i) + " is " + std::to_string(in[i]));
+        out->push_back(static_cast<int32_t>(in[i]));
+      }
+    };
+    copy("cu_seqlens_q", *cu_seqlens_q, &cu_q);
+    copy("cu_seqlens_k", *cu_seqlens_k, &cu_k);
+  }
+  const flashlab::AttentionFlops f = flashlab::attention_flops(c, cu_q.empty() ? nullptr : cu_q.data(),
+                                                               cu_k.empty() ? nullptr : cu_k.data());
+  return nb::make_tuple(f.forward, f.backward);
+}
+
 nb::list implementations() {
   nb::list out;
   for (const flashlab::ImplInfo& i : flashlab::list_implementations()) {
@@ -202,6 +255,12 @@ NB_MODULE(_core, m) {
         "deterministic"_a = false, "workspace"_a = nb::none(),
         "Attention backward: writes dq (like q), dk and dv (like k) from the forward's out and lse.");
 
+  m.def("attention_flops", &attention_flops, "batch"_a, "seqlen_q"_a, "seqlen_k"_a, "heads_q"_a, "heads_kv"_a,
+        "head_dim"_a, nb::kw_only(), "causal"_a = false, "causal_align"_a = "bottom_right",
+        "window_left"_a = -1, "window_right"_a = -1, "cu_seqlens_q"_a = nb::none(),
+        "cu_seqlens_k"_a = nb::none(),
+        "(forward, backward) FLOPs, mask-aware: 4 * head_dim per visible (query, key) pair and query head "
+        "forward, 2.5x that backward (flashlab::attention_flops; every benchmark's TFLOP/s uses it).");
   m.def("implementations", &implementations, "Every implementation in this build: name, device, availability.");
   m.def("build_info", &build_info, "How libflashlab.so was built and which CUDA devices it sees.");
 }

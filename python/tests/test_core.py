@@ -317,3 +317,99 @@ def test_extension_exports_only_its_init():
     assert "PyInit__core" in names
     extra = [n for n in names if n != "PyInit__core"]
     assert not extra, f"_core exports {len(extra)} more symbols, e.g. {extra[:5]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The FLOP count (flashlab.attention_flops) against a brute-force count of visible pairs
+# ---------------------------------------------------------------------------------------------
+def brute_force_pairs(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1)):
+    """Visible (i, j) pairs from the definition in params.h: query i sees key j iff
+    i + shift - left <= j <= i + shift + right (-1 = unbounded), causal adding j <= i + shift."""
+    shift = seqlen_k - seqlen_q if causal_align == "bottom_right" else 0
+    left, right = window
+    n = 0
+    for i in range(seqlen_q):
+        for j in range(seqlen_k):
+            d = i + shift
+            if causal and j > d:
+                continue
+            if left >= 0 and j < d - left:
+                continue
+            if right >= 0 and j > d + right:
+                continue
+            n += 1
+    return n
+
+
+FLOP_MASKS = [  # (seqlen_q, seqlen_k, options)
+    (37, 37, {}),
+    (23, 61, {}),
+    (37, 37, {"causal": True}),
+    (61, 23, {"causal": True}),  # bottom-right: the first 38 rows see no key
+    (23, 61, {"causal": True}),
+    (61, 23, {"causal": True, "causal_align": "top_left"}),
+    (23, 61, {"causal": True, "causal_align": "top_left"}),
+    (50, 50, {"window": (7, 3)}),
+    (23, 61, {"window": (7, 0), "causal_align": "top_left"}),
+    (61, 23, {"window": (-1, 4)}),
+    (40, 70, {"window": (5, 9), "causal": True}),  # causal: window_right does not widen it
+    (70, 40, {"window": (0, 0)}),
+]
+
+
+@pytest.mark.parametrize("sq, sk, opts", FLOP_MASKS, ids=[f"q{m[0]}_k{m[1]}_{m[2]}" for m in FLOP_MASKS])
+def test_attention_flops_counts_visible_pairs(sq, sk, opts):
+    window = opts.get("window", (-1, -1))
+    kw = {"causal": opts.get("causal", False), "causal_align": opts.get("causal_align", "bottom_right"),
+          "window_left": window[0], "window_right": window[1]}  # fmt: skip
+    pairs = brute_force_pairs(sq, sk, kw["causal"], kw["causal_align"], window)
+    batch, heads_q, heads_kv, head_dim = 3, 4, 2, 40
+    fwd, bwd = flashlab.attention_flops(batch, sq, sk, heads_q, heads_kv, head_dim, **kw)
+    assert fwd == 4 * head_dim * pairs * batch * heads_q
+    assert bwd == 2.5 * fwd
+
+
+def test_attention_flops_varlen_sums_each_sequence():
+    lens_q, lens_k = [5, 0, 31, 17], [9, 4, 12, 17]
+    cu_q, cu_k = np.cumsum([0] + lens_q), np.cumsum([0] + lens_k)
+    for causal, align, window in [(False, "bottom_right", (-1, -1)), (True, "bottom_right", (-1, -1)),
+                                  (True, "top_left", (3, -1)), (False, "bottom_right", (2, 5))]:  # fmt: skip
+        pairs = sum(brute_force_pairs(sq, sk, causal, align, window) for sq, sk in zip(lens_q, lens_k))
+        fwd, bwd = flashlab.attention_flops(len(lens_q), max(lens_q), max(lens_k), 2, 1, 16, causal=causal,
+                                            causal_align=align, window_left=window[0], window_right=window[1],
+                                            cu_seqlens_q=cu_q.astype(np.int32), cu_seqlens_k=list(cu_k))  # fmt: skip
+        assert fwd == 4 * 16 * pairs * 2 and bwd == 2.5 * fwd
+
+
+def test_attention_flops_errors():
+    with pytest.raises(flashlab.FlashlabError, match="given together"):
+        flashlab.attention_flops(1, 4, 4, 1, 1, 8, cu_seqlens_q=[0, 4])
+    with pytest.raises(flashlab.FlashlabError, match=r"cu_seqlens_k has 2 entries; expected batch \+ 1 = 3"):
+        flashlab.attention_flops(2, 4, 4, 1, 1, 8, cu_seqlens_q=[0, 4, 8], cu_seqlens_k=[0, 4])
+    with pytest.raises(flashlab.FlashlabError, match="non-decreasing"):
+        flashlab.attention_flops(2, 4, 4, 1, 1, 8, cu_seqlens_q=[0, 4, 3], cu_seqlens_k=[0, 4, 8])
+    with pytest.raises(flashlab.FlashlabError, match="causal_align"):
+        flashlab.attention_flops(1, 4, 4, 1, 1, 8, causal=True, causal_align="diagonal")
+    with pytest.raises(flashlab.FlashlabError, match="window"):
+        flashlab.attention_flops(1, 4, 4, 1, 1, 8, window_left=-2)
+
+
+def test_bench_sdpa_flops_match_the_library():
+    """learn/bench_sdpa.py is stand-alone (no extension on the machine it runs on) and keeps a
+    closed form for its shapes; it must equal the library's count. Read from the source without
+    importing the script (it imports torch)."""
+    import ast
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "learn", "bench_sdpa.py")
+    if not os.path.exists(path):
+        pytest.skip("learn/bench_sdpa.py is not beside this checkout")
+    tree = ast.parse(open(path).read())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "flops_forward")
+    scope = {}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), scope)
+    for s in (1, 2, 17, 128, 1000):
+        for causal in (False, True):
+            for align in ("bottom_right", "top_left"):
+                want = flashlab.attention_flops(3, s, s, 5, 5, 64, causal=causal, causal_align=align)[0]
+                assert scope["flops_forward"](3, 5, s, 64, causal) == want
