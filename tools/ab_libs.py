@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--first", type=int, default=1, help="start at this point (1-based): resume a cut-off run")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
     points = [(d, s, c) for d in map(int, args.hdims.split(",")) for c in (False, True)
@@ -54,6 +55,8 @@ def main():
     t0 = time.time()
     rows = []
     for n, (d, s, causal) in enumerate(points, 1):
+        if n < args.first:
+            continue
         b, h = max(1, 16384 // s), max(1, 2048 // d)
         ms = {"A": {}, "B": {}}
         for _ in range(args.reps):
