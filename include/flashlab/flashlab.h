@@ -27,7 +27,8 @@ Status attention_backward(const BwdParams& params);
 Status validate_forward(const FwdParams& params);
 Status validate_backward(const BwdParams& params);
 
-// Device scratch a CUDA implementation needs in AttentionConfig::workspace (0 on the CPU).
+// Device scratch a CUDA implementation needs in AttentionConfig::workspace (0 on the CPU). Checks
+// the configuration and selects the implementation; the tensors are checked by the call itself.
 Status forward_workspace_size(const FwdParams& params, int64_t* bytes);
 Status backward_workspace_size(const BwdParams& params, int64_t* bytes);
 

@@ -77,10 +77,13 @@ def _current_stream(device: torch.device) -> int:
 
 
 def _call(fn, q: Tensor, *tensors, **options):
-    """fn(*capsules, **options) with q's stream and workspace; on CUDA under torch.cuda.device(q.device)
-    (the library launches on the current device)."""
+    """fn(*capsules, **options) with q's stream and workspace; on CUDA on q's device (the library
+    launches on the current device: switched to it only when it is not already current)."""
     if not q.is_cuda:
         fn(*map(_capsule, tensors), stream=0, **options)
+        return
+    if q.device.index == torch.cuda.current_device():
+        fn(*map(_capsule, tensors), stream=_current_stream(q.device), workspace=_allocate_workspace, **options)
         return
     with torch.cuda.device(q.device):
         fn(*map(_capsule, tensors), stream=_current_stream(q.device), workspace=_allocate_workspace, **options)
@@ -208,10 +211,15 @@ class _FwdFunction(torch.autograd.Function):
         ctx.scalars = (max_q, max_k) + scalars
         # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
         ctx.mark_non_differentiable(lse)
+        # No zero tensor for LSE's (always absent) gradient: materializing it cost an allocation and
+        # a fill kernel on every backward (torch.profiler on an H100: aten::zeros per call).
+        ctx.set_materialize_grads(False)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, _dlse):
+        if dout is None:  # only LSE was used downstream: nothing flows back
+            return (None,) * (4 + _N_OPTION_INPUTS)
         q, k, v, out, lse, cu_q, cu_k, alibi, rng_state = ctx.saved_tensors
         max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
         dq, dk, dv = _BWD(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, rng_state, scale,

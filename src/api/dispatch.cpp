@@ -212,8 +212,12 @@ Status attention_backward(const BwdParams& params) {
 
 // The selected implementation's requirement, from its row (null: none; cuda_sm80 takes all its
 // backward scratch from the caller: dQ accumulators, D = rowsum(dO ∘ O), GQA dK/dV slices).
+// The size is a function of the configuration, so only the configuration is validated here; the
+// tensors (pointers, placement) are checked by the call that uses the workspace. Validating them
+// twice cost a pointer-attribute query per tensor on every eager Python call (python/src/core.cpp
+// asks for the size, then calls).
 Status forward_workspace_size(const FwdParams& p, int64_t* bytes) {
-  FLASHLAB_RETURN_IF_ERROR(detail::validate_forward_generic(p));
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_config(p));
   const detail::Backend* b = nullptr;
   FLASHLAB_RETURN_IF_ERROR(detail::select(p, false, &b));
   *bytes = 0;
@@ -221,7 +225,7 @@ Status forward_workspace_size(const FwdParams& p, int64_t* bytes) {
 }
 
 Status backward_workspace_size(const BwdParams& p, int64_t* bytes) {
-  FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(p));
+  FLASHLAB_RETURN_IF_ERROR(detail::validate_config(p));
   const detail::Backend* b = nullptr;
   FLASHLAB_RETURN_IF_ERROR(detail::select(p, true, &b));
   *bytes = 0;
