@@ -38,8 +38,8 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/epilogue_bwd.h"
-#include "cuda/sm80/flash_fwd_kernel.h"  // device_kernel
 #include "cuda/sm80/fragments.h"
+#include "cuda/sm80/kernel_pieces.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -49,27 +49,15 @@ using namespace cute;
 // What the three sm80 backward kernels share: their pieces, Params and shared memory.
 template <typename Mainloop_, typename Epilogue_, typename TileScheduler_, typename Variant_,
           typename Dropout_>
-struct BwdKernelBase {
-  using Mainloop = Mainloop_;
-  using Epilogue = Epilogue_;
-  using TileScheduler = TileScheduler_;
-  using Variant = Variant_;
-  using Dropout = Dropout_;
-  using Traits = typename Mainloop::Traits;
-  using Element = typename Traits::Element;
-  static constexpr int kBlockM = Traits::kBlockM;
-  static constexpr int kBlockN = Traits::kBlockN;
-  static constexpr int kHeadDim = Traits::kHeadDim;
-  static constexpr int kThreads = Traits::kNThreads;
-  static constexpr int kMinBlocksPerSm = 1;
+struct BwdKernelBase : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Variant_, Dropout_> {
+  using Base = KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Variant_, Dropout_>;
+  using typename Base::Dropout;
+  using typename Base::Epilogue;
+  using typename Base::Mainloop;
+  using typename Base::Params;
+  using typename Base::TileScheduler;
+  using typename Base::Variant;
 
-  struct Params {
-    typename TileScheduler::Params scheduler;
-    typename Mainloop::Params mainloop;
-    typename Variant::Params variant;
-    typename Dropout::Params dropout;
-    typename Epilogue::Params epilogue;
-  };
   static Params to_params(const common::BwdArguments& a) {
     return Params{TileScheduler::to_params(a.seq), Mainloop::to_params({a.in, a.rows, a.seq.seqlen_q}),
                   Variant::to_params(a.score), Dropout::to_params(a.dropout), Epilogue::to_params(a.grad)};

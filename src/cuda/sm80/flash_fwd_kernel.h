@@ -8,7 +8,8 @@
 //   Dropout        common::Dropout<k>         keep-mask on P (common/dropout.h)
 //   Epilogue       EpilogueFwd<Traits>        O and LSE out (epilogue_fwd.h)
 // Its Params hold each piece's Params; its SharedStorage is the pieces' storage (the mainloop's
-// and the epilogue's alias: O is staged where Q was). device_kernel<Kernel> is the __global__.
+// and the epilogue's alias: O is staged where Q was). device_kernel<Kernel> (kernel_pieces.h) is
+// the __global__.
 //
 //   tile      = TileScheduler::get_tile()           which (query block, head, sequence)
 //   range     = KeyBlockRange(mask, tile)           key blocks that can hold a visible key
@@ -35,6 +36,7 @@
 #include "cuda/common/softmax.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm80/fragments.h"
+#include "cuda/sm80/kernel_pieces.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -43,27 +45,20 @@ using namespace cute;
 
 template <typename Mainloop_, typename Epilogue_, typename TileScheduler_, typename Variant_,
           typename Dropout_>
-struct FlashFwdKernel {
-  using Mainloop = Mainloop_;
-  using Epilogue = Epilogue_;
-  using TileScheduler = TileScheduler_;
-  using Variant = Variant_;
-  using Dropout = Dropout_;
-  using Traits = typename Mainloop::Traits;
-  using Element = typename Traits::Element;
-  static constexpr int kBlockM = Traits::kBlockM;
-  static constexpr int kBlockN = Traits::kBlockN;
-  static constexpr int kHeadDim = Traits::kHeadDim;
-  static constexpr int kThreads = Traits::kNThreads;
-  static constexpr int kMinBlocksPerSm = 1;
+struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Variant_, Dropout_> {
+  using Base = KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Variant_, Dropout_>;
+  using Base::kBlockM;
+  using Base::kBlockN;
+  using Base::kHeadDim;
+  using typename Base::Dropout;
+  using typename Base::Element;
+  using typename Base::Epilogue;
+  using typename Base::Mainloop;
+  using typename Base::Params;
+  using typename Base::TileScheduler;
+  using typename Base::Traits;
+  using typename Base::Variant;
 
-  struct Params {
-    typename TileScheduler::Params scheduler;
-    typename Mainloop::Params mainloop;
-    typename Variant::Params variant;
-    typename Dropout::Params dropout;
-    typename Epilogue::Params epilogue;
-  };
   static Params to_params(const common::FwdArguments& a) {
     return Params{TileScheduler::to_params(a.seq), Mainloop::to_params(a.in), Variant::to_params(a.score),
                   Dropout::to_params(a.dropout), Epilogue::to_params(a.out)};
@@ -148,16 +143,6 @@ struct FlashFwdKernel {
     epilogue.store(acc_o, lse, smem.epilogue);
   }
 };
-
-// The __global__ of every sm80 kernel struct: the parameters stay in the constant bank
-// (__grid_constant__: pieces hold references into them), the dynamic shared memory is the
-// kernel's SharedStorage.
-template <typename Kernel>
-__global__ void __launch_bounds__(Kernel::kThreads, Kernel::kMinBlocksPerSm)
-    device_kernel(__grid_constant__ const typename Kernel::Params params) {
-  extern __shared__ __align__(128) char smem[];
-  Kernel{}(params, *reinterpret_cast<typename Kernel::SharedStorage*>(smem));
-}
 
 }  // namespace sm80
 }  // namespace flashlab
