@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests.
+# tools/test.sh — set up, build, and run the whole test suite: CTest, the installed C++ package
+# (tools/test_install.sh), then pytest on python/tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+
+# The C++ package: cmake --install ./build into a temporary prefix, then examples/cpp_consumer
+# built against it with find_package(flashlab) and run (a CPU forward checked against a naive one).
+bash tools/test_install.sh build
 
 # The Python package (python/), built against ./build with .venv's Python (scikit-build-core and
 # nanobind from .venv, no torch), then its tests: the NumPy CPU path runs here; torch and GPU tests

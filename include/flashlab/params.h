@@ -60,6 +60,8 @@ struct MutTensorRef {
   int64_t row_stride = 0;
   int64_t head_stride = 0;
   int64_t dim_stride = 1;
+  // A writable tensor can be read: `p.q = contiguous(q, ...)` works for a non-const `q` too.
+  operator TensorRef() const { return TensorRef{ptr, batch_stride, row_stride, head_stride, dim_stride}; }
 };
 
 // Everything the forward and backward passes share: shapes, masking and score modifications.

@@ -11,6 +11,18 @@ import numpy as np
 from . import _core
 
 
+def _array(name: str, x) -> np.ndarray:
+    """``x`` as an ndarray; anything that is not an array (a list, None, a number) is a TypeError."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__array__") or hasattr(x, "__dlpack__"):  # array-likes: torch CPU tensors, ...
+        return np.asarray(x)
+    raise TypeError(
+        f"flashlab: {name} must be a NumPy array (or an object with __array__ / __dlpack__), "
+        f"not {type(x).__name__}; e.g. np.asarray({name}, dtype=np.float32)"
+    )
+
+
 def _lse_shape(q: np.ndarray, cu_seqlens_q) -> Tuple[int, ...]:
     if cu_seqlens_q is not None:  # packed (total_q, heads, head_dim)
         return (q.shape[1], q.shape[0])
@@ -45,7 +57,7 @@ def attention(
     ``max_seqlen_q/k``. ``out`` has q's shape and dtype; ``lse`` is float32 (batch, heads_q,
     seqlen_q), or (heads_q, total_q) for packed inputs. ``window`` is (left, right), -1 unbounded.
     """
-    q, k, v = (np.asarray(x) for x in (q, k, v))
+    q, k, v = (_array(n, x) for n, x in (("q", q), ("k", k), ("v", v)))
     out = np.empty(q.shape, dtype=q.dtype)
     lse = np.empty(_lse_shape(q, cu_seqlens_q), dtype=np.float32)
     _core.forward(
@@ -90,7 +102,8 @@ def attention_backward(
     Takes the forward's ``out`` and ``lse`` and the same options (dropout seed and offset too, so
     the backward regenerates the forward's keep-mask).
     """
-    dout, q, k, v, out, lse = (np.asarray(x) for x in (dout, q, k, v, out, lse))
+    named = (("dout", dout), ("q", q), ("k", k), ("v", v), ("out", out), ("lse", lse))
+    dout, q, k, v, out, lse = (_array(n, x) for n, x in named)
     dq = np.empty(q.shape, dtype=q.dtype)
     dk = np.empty(k.shape, dtype=k.dtype)
     dv = np.empty(v.shape, dtype=v.dtype)

@@ -26,10 +26,20 @@ As in flash-attn, a window side >= seqlen_k (max_seqlen_k for varlen) means unbo
 
 from typing import Optional, Tuple
 
-from torch import Tensor
+try:
+    import torch  # noqa: F401
+except ModuleNotFoundError as _e:
+    if _e.name != "torch":
+        raise
+    raise ImportError(
+        "flashlab.flash_attn_interface needs PyTorch, which is not installed: pip install 'flashlab[torch]' "
+        "(or install torch >= 2.4 itself, e.g. from https://pytorch.org for your CUDA version)",
+        name="torch",
+    ) from _e
+from torch import Tensor  # noqa: E402
 
-from ._core import UnsupportedError
-from .torch import _attention
+from ._core import UnsupportedError  # noqa: E402
+from .torch import _attention  # noqa: E402
 
 __all__ = [
     "flash_attn_func",

@@ -32,12 +32,21 @@ docs/python.md has the rest.
 
 from typing import List, Optional, Tuple
 
-import torch
-from torch import Tensor
-from torch.utils.dlpack import to_dlpack
+try:
+    import torch  # noqa: F401
+except ModuleNotFoundError as _e:
+    if _e.name != "torch":
+        raise
+    raise ImportError(
+        "flashlab.torch needs PyTorch, which is not installed: pip install 'flashlab[torch]' "
+        "(or install torch >= 2.4 itself, e.g. from https://pytorch.org for your CUDA version)",
+        name="torch",
+    ) from _e
+from torch import Tensor  # noqa: E402
+from torch.utils.dlpack import to_dlpack  # noqa: E402
 
-from . import _core
-from ._core import FlashlabError, UnsupportedError
+from . import _core  # noqa: E402
+from ._core import FlashlabError, UnsupportedError  # noqa: E402
 
 __all__ = ["attention", "FlashlabError", "UnsupportedError"]
 

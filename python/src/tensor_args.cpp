@@ -125,8 +125,13 @@ Layout read_layout(const InArray& q, const InArray& k, const InArray& v, const s
   if (dtype_of("k", k) != L.dtype || dtype_of("v", v) != L.dtype)
     fail(cat("q, k, v must have one dtype; got ", dtype_str(q.dtype()), ", ", dtype_str(k.dtype()), ", ",
              dtype_str(v.dtype())));
-  for (size_t d = 0; d < nd; ++d) check_dim("v", v, d, d + 1 == nd ? "head_dim" : "size", "k", k, d);
+  // q is the anchor: k is checked against q first, then v against k (and v's head_dim against q),
+  // so that a wrong size is blamed on the tensor that has it.
   check_dim("k", k, nd - 1, "head_dim", "q", q, nd - 1);
+  if (!L.varlen) check_dim("k", k, 0, "batch", "q", q, 0);
+  static const char* const kDimNames[2][3] = {{"batch", "seqlen_k", "heads_kv"}, {"total_k", "heads_kv", ""}};
+  for (size_t d = 0; d + 1 < nd; ++d) check_dim("v", v, d, kDimNames[L.varlen][d], "k", k, d);
+  check_dim("v", v, nd - 1, "head_dim", "q", q, nd - 1);
 
   c->dtype = L.dtype;
   c->device = L.where.device;
@@ -135,7 +140,6 @@ Layout read_layout(const InArray& q, const InArray& k, const InArray& v, const s
   c->head_dim = static_cast<int64_t>(q.shape(nd - 1));
   if (!L.varlen) {
     if (max_seqlen_q || max_seqlen_k) fail("max_seqlen_q / max_seqlen_k are only used with cu_seqlens");
-    check_dim("k", k, 0, "batch", "q", q, 0);
     c->batch = static_cast<int64_t>(q.shape(0));
     c->seqlen_q = static_cast<int64_t>(q.shape(1));
     c->seqlen_k = static_cast<int64_t>(k.shape(1));

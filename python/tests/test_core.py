@@ -6,6 +6,8 @@ result in that dtype. Outputs are poisoned with NaN before each call, so an elem
 did not write fails the check.
 """
 
+import importlib
+import sys
 import zlib
 
 import numpy as np
@@ -249,16 +251,39 @@ def test_error_last_dim_not_contiguous():
         (lambda q, k, v: (q, k.astype(np.float16), v.astype(np.float16)), r"q, k, v must have one dtype"),
         (lambda q, k, v: (q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)),
          r"q.dtype \(float64\) is not supported"),
-        (lambda q, k, v: (q, k, v[:, :5]), r"v.shape\[1\] \(size\) = 5 must equal k.shape\[1\] = 17"),
+        (lambda q, k, v: (q, k, v[:, :5]), r"v.shape\[1\] \(seqlen_k\) = 5 must equal k.shape\[1\] = 17"),
         (lambda q, k, v: (q, k[..., :16], v[..., :16]), r"k.shape\[3\] \(head_dim\) = 16 must equal q.shape\[3\] = 32"),
+        # Only k is wrong: k is blamed, not v (v agrees with q).
+        (lambda q, k, v: (q, k[..., :16], v), r"k.shape\[3\] \(head_dim\) = 16 must equal q.shape\[3\] = 32"),
+        (lambda q, k, v: (q, k, v[..., :16]), r"v.shape\[3\] \(head_dim\) = 16 must equal q.shape\[3\] = 32"),
+        (lambda q, k, v: (q, k[:1], v), r"k.shape\[0\] \(batch\) = 1 must equal q.shape\[0\] = 2"),
         (lambda q, k, v: (q[0], k[0], v[0]), r"q has 3 dimensions .* expected 4"),
     ],
-    ids=["dtype_mix", "float64", "kv_seqlen", "head_dim", "ndim"],
+    ids=["dtype_mix", "float64", "kv_seqlen", "head_dim", "k_head_dim", "v_head_dim", "k_batch", "ndim"],
 )
 def test_error_shapes_and_dtypes(mutate, message):
     q, k, v = mutate(*qkv())
     with pytest.raises(flashlab.FlashlabError, match=message):
         poisoned_call(q, k, v)
+
+
+@pytest.mark.parametrize("bad", [None, "list", 1.0], ids=["None", "list", "float"])
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_error_non_array_inputs_name_the_argument(which, bad):
+    q, k, v = qkv()
+    args = {"q": q, "k": k, "v": v}
+    args[which] = args[which].tolist() if bad == "list" else bad
+    with pytest.raises(TypeError, match=rf"flashlab: {which} must be a NumPy array .* not {type(args[which]).__name__}"):
+        flashlab.attention(args["q"], args["k"], args["v"])
+
+
+def test_error_non_array_inputs_backward():
+    q, k, v = qkv()
+    out, lse = flashlab.attention(q, k, v)
+    with pytest.raises(TypeError, match=r"flashlab: lse must be a NumPy array .* not NoneType"):
+        flashlab.attention_backward(out, q, k, v, out, None)
+    with pytest.raises(TypeError, match=r"flashlab: dout must be a NumPy array .* not list"):
+        flashlab.attention_backward(out.tolist(), q, k, v, out, lse)
 
 
 def test_error_output_shapes():
@@ -413,3 +438,13 @@ def test_bench_sdpa_flops_match_the_library():
             for align in ("bottom_right", "top_left"):
                 want = flashlab.attention_flops(3, s, s, 5, 5, 64, causal=causal, causal_align=align)[0]
                 assert scope["flops_forward"](3, 5, s, 64, causal) == want
+
+
+@pytest.mark.parametrize("module", ["flashlab.torch", "flashlab.flash_attn_interface"])
+def test_torch_fronts_without_torch_say_what_to_install(module, monkeypatch):
+    # Simulate an environment without torch: `import torch` then raises ModuleNotFoundError.
+    monkeypatch.setitem(sys.modules, "torch", None)
+    for name in ("flashlab.torch", "flashlab.flash_attn_interface"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(ImportError, match=r"needs PyTorch.*pip install 'flashlab\[torch\]'"):
+        importlib.import_module(module)
