@@ -49,23 +49,25 @@ constexpr double kTimeBudgetS = 2.0;
 // A timing whose slowest run is this many times its fastest is noise, not a measurement.
 constexpr double kMaxSpread = 1.5;
 
-// A note when the timed runs spread widely, with what usually steadies them.
+// A note when the timed runs spread widely, with what usually steadies them: one thread for a
+// tiny CPU shape (thread start-up and wake-ups dominate a run under a millisecond), otherwise more
+// runs (the median of more runs is steadier) or a machine with fewer other processes.
 void note_spread(const std::string& who, const std::vector<double>& ms, bool cpu, int threads,
-                 bool iters_explicit, std::vector<std::string>* notes) {
+                 std::vector<std::string>* notes) {
   if (ms.size() < 2) return;
   const auto mm = std::minmax_element(ms.begin(), ms.end());
   const double lo = *mm.first, hi = *mm.second;
   if (!(lo > 0) || hi / lo <= kMaxSpread) return;
-  char buf[160];
+  char buf[200];
   std::snprintf(buf, sizeof buf,
-                "%s: the timed runs spread widely (%.3f to %.3f ms over %zu runs, max/min %.1f > %.1f)",
+                "%s: the timed runs spread widely (%.3f to %.3f ms over %zu runs, max/min %.2f > %.1f); "
+                "the median may be off: ",
                 who.c_str(), lo, hi, ms.size(), hi / lo, kMaxSpread);
-  std::string fix = "; the median may be off: ";
-  if (cpu && threads > 1)
-    fix += "for a small CPU shape try --threads 1 (thread start-up and other processes dominate), ";
-  fix += iters_explicit ? "more --iters" : "--iters 50 (more runs)";
-  fix += ", or a quieter machine";
-  notes->push_back(buf + fix);
+  std::string fix = buf;
+  if (cpu && threads > 1 && lo < 1.0)
+    fix += "for a tiny CPU shape try --threads 1 (thread start-up dominates), ";
+  fix += "more runs (--iters N), or a machine with fewer other processes running";
+  notes->push_back(fix);
 }
 
 double median(std::vector<double> v) {
@@ -169,7 +171,7 @@ class BenchRun {
       r_->notes.push_back("OpenBLAS did not recognize this CPU and runs its generic '" +
                           r_->sgemm.core + "' kernels: the sgemm peer is slower than it should be; "
                           "set OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell or Zen) to pick one");
-    note_spread("openblas_sgemm", r_->sgemm.ms, true, r_->threads, o_.iters_explicit, &r_->notes);
+    note_spread("openblas_sgemm", r_->sgemm.ms, true, r_->threads, &r_->notes);
     r_->sgemm_median_ms = median(r_->sgemm.ms);
     r_->sgemm_tflops = r_->sgemm.flops / (r_->sgemm_median_ms * 1e-3) / 1e12;
   }
@@ -278,7 +280,7 @@ class BenchRun {
                            : runner->time_forward(plan(), iter_cb(), &row->ms);
       if (!st.ok()) return set_error(row, st, o_.impls_explicit);
     }
-    note_spread(what, row->ms, info.device == Device::kCPU, r_->threads, o_.iters_explicit, &r_->notes);
+    note_spread(what, row->ms, info.device == Device::kCPU, r_->threads, &r_->notes);
     row->median_ms = median(row->ms);
     if (row->median_ms > 0) row->tflops = row->flops / (row->median_ms * 1e-3) / 1e12;
   }
