@@ -122,8 +122,10 @@ for line in sys.stdin:
     if m.group(1).endswith(".cu"):
         n_cu += 1
         archs = max(1, line.count("-gencode"))
-        # nvcc, one core: a CuTe instantiation ~45 s per architecture, other CUDA files ~15 s.
-        secs += archs * (45 if "/instantiations/" in m.group(1) else 15)
+        # nvcc on one core, per architecture (docs/cuda-kernels.md): a forward instantiation
+        # ~50 s, a backward one ~90 s, other CUDA files ~15 s.
+        f = m.group(1)
+        secs += archs * (90 if "/instantiations/bwd" in f else 50 if "/instantiations/" in f else 15)
     else:
         secs += 3
 mins = secs / cores / 60
