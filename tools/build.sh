@@ -127,7 +127,7 @@ for line in sys.stdin:
         f = m.group(1)
         secs += archs * (90 if "/instantiations/bwd" in f else 50 if "/instantiations/" in f else 15)
     else:
-        secs += 3
+        secs += 4
 mins = secs / cores / 60
 print(n, n_cu, "under a minute" if mins < 1 else "about %d min" % round(mins))
 ' "$cores" || true)
