@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # tools/test.sh — set up, build, and run the whole test suite: CTest, the installed C++ package
 # (tools/test_install.sh), then pytest on python/tests.
+# Arguments go to ctest (e.g. -R cli). The build is tools/build.sh's: CPU only unless a GPU is
+# present or FLASHLAB_CUDA=ON is set; the build folder keeps the choice, so tools/bench.sh and this
+# script build the same thing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
@@ -13,7 +16,10 @@ bash tools/test_install.sh build
 # The Python package (python/), built against ./build with .venv's Python (scikit-build-core and
 # nanobind from .venv, no torch), then its tests: the NumPy CPU path runs here; torch and GPU tests
 # skip themselves. pytest's exit code 5 (no tests collected) is not a failure.
+t=$(date +%s)
+echo "[test] building and installing the Python package (python/, about 20 s)" >&2
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps ./python
+echo "[test] Python package installed in $(($(date +%s) - t)) s" >&2
 rc=0
 .venv/bin/python -m pytest -q python/tests || rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi

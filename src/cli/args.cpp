@@ -30,11 +30,13 @@ Status parse_int32(const std::string& opt, const std::string& s, int32_t* out) {
   return Status::Ok();
 }
 
-// Counts (iterations, threads): small non-negative integers.
-Status parse_count(const std::string& opt, const std::string& s, int* out) {
+// Counts (iterations, threads): small integers in [lo, 1000000]; one message for every value out
+// of range ("--iters (0) must be in [1, 1000000]", the same for -3).
+Status parse_count(const std::string& opt, const std::string& s, int* out, int lo = 0) {
   int64_t v = 0;
   FLASHLAB_RETURN_IF_ERROR(parse_int(opt, s, &v));
-  if (v < 0 || v > 1000000) return Status::Invalid(opt + " (" + s + ") must be in [0, 1000000]");
+  if (v < lo || v > 1000000)
+    return Status::Invalid(opt + " (" + s + ") must be in [" + std::to_string(lo) + ", 1000000]");
   *out = static_cast<int>(v);
   return Status::Ok();
 }
@@ -163,8 +165,7 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
        [o](const std::string& opt, const std::string& v) { return parse_count(opt, v, &o->warmup); }},
       {"--iters", true,
        [o](const std::string& opt, const std::string& v) {
-         FLASHLAB_RETURN_IF_ERROR(parse_count(opt, v, &o->iters));
-         if (o->iters < 1) return Status::Invalid(opt + " (" + v + ") must be at least 1");
+         FLASHLAB_RETURN_IF_ERROR(parse_count(opt, v, &o->iters, 1));
          o->iters_explicit = true;
          return Status::Ok();
        }},
@@ -269,7 +270,8 @@ what to run:
   --impl A,B,...       implementations (default: all available here; see `flashlab info`)
   --backward           also check and time the backward pass (implied when no option is given)
   --warmup N           untimed runs before timing (default 1)
-  --iters N            timed runs, median reported (default 10, fewer for slow impls: see docs)
+  --iters N            timed runs, N >= 1, median reported (default 10, fewer for slow impls:
+                       see docs); a note warns when the runs spread widely (max/min > 1.5)
   --threads N          CPU threads for the CPU impls and the sgemm peer (default: all)
   --tol REL[,ABS]      override the tolerance: rel_l2 <= REL, max_abs <= ABS * max(1, max|ref|)
                        (ABS defaults to 2 * REL)

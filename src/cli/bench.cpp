@@ -46,6 +46,30 @@ namespace {
 // seconds per call and the default run must stay well under a minute on two cores.
 constexpr double kTimeBudgetS = 2.0;
 
+// A timing whose slowest run is this many times its fastest is noise, not a measurement.
+constexpr double kMaxSpread = 1.5;
+
+// A note when the timed runs spread widely, with what usually steadies them: one thread for a
+// tiny CPU shape (thread start-up and wake-ups dominate a run under a millisecond), otherwise more
+// runs (the median of more runs is steadier) or a machine with fewer other processes.
+void note_spread(const std::string& who, const std::vector<double>& ms, bool cpu, int threads,
+                 std::vector<std::string>* notes) {
+  if (ms.size() < 2) return;
+  const auto mm = std::minmax_element(ms.begin(), ms.end());
+  const double lo = *mm.first, hi = *mm.second;
+  if (!(lo > 0) || hi / lo <= kMaxSpread) return;
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "%s: the timed runs spread widely (%.3f to %.3f ms over %zu runs, max/min %.2f > %.1f); "
+                "the median may be off: ",
+                who.c_str(), lo, hi, ms.size(), hi / lo, kMaxSpread);
+  std::string fix = buf;
+  if (cpu && threads > 1 && lo < 1.0)
+    fix += "for a tiny CPU shape try --threads 1 (thread start-up dominates), ";
+  fix += "more runs (--iters N), or a machine with fewer other processes running";
+  notes->push_back(fix);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -147,6 +171,7 @@ class BenchRun {
       r_->notes.push_back("OpenBLAS did not recognize this CPU and runs its generic '" +
                           r_->sgemm.core + "' kernels: the sgemm peer is slower than it should be; "
                           "set OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell or Zen) to pick one");
+    note_spread("openblas_sgemm", r_->sgemm.ms, true, r_->threads, &r_->notes);
     r_->sgemm_median_ms = median(r_->sgemm.ms);
     r_->sgemm_tflops = r_->sgemm.flops / (r_->sgemm_median_ms * 1e-3) / 1e12;
   }
@@ -255,6 +280,7 @@ class BenchRun {
                            : runner->time_forward(plan(), iter_cb(), &row->ms);
       if (!st.ok()) return set_error(row, st, o_.impls_explicit);
     }
+    note_spread(what, row->ms, info.device == Device::kCPU, r_->threads, &r_->notes);
     row->median_ms = median(row->ms);
     if (row->median_ms > 0) row->tflops = row->flops / (row->median_ms * 1e-3) / 1e12;
   }
@@ -338,7 +364,7 @@ Status run_bench(const BenchOptions& o, BenchReport* r) {
   FLASHLAB_RETURN_IF_ERROR(shape.init(r->spec));
   bool reference_can_check = false;
   FLASHLAB_RETURN_IF_ERROR(prevalidate(o, shape, r, &impls, &reference_can_check));
-  FLASHLAB_RETURN_IF_ERROR(check_host_memory(r->spec));
+  FLASHLAB_RETURN_IF_ERROR(check_sizes(r->spec));
   const FwdParams shape_fwd = shape.forward(Impl::kReference);
   r->flops = attention_flops(shape_fwd, shape_fwd.cu_seqlens_q, shape_fwd.cu_seqlens_k);
 
@@ -362,6 +388,18 @@ Status run_bench(const BenchOptions& o, BenchReport* r) {
                   impls.end());
     }
   }
+
+  // Everything the run allocates, the reference's quadratic scratch included, before any of it.
+  auto runs = [&](Impl impl) {
+    return std::any_of(impls.begin(), impls.end(), [&](const ImplInfo& i) { return i.impl == impl; });
+  };
+  MemoryPlan mem;
+  mem.threads = r->threads;
+  mem.backward = o.backward;
+  mem.reference = check || runs(Impl::kReference);
+  mem.cpu_flash = runs(Impl::kCpuFlash);
+  mem.sgemm_flops = o.no_sgemm ? 0 : r->flops.forward;
+  FLASHLAB_RETURN_IF_ERROR(check_host_memory(r->spec, mem));
 
   std::unique_ptr<testing::Problem> pb;
   try {

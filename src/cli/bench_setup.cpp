@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+
+#include "cli/sgemm_peer.h"
 
 namespace flashlab {
 namespace cli {
@@ -123,7 +126,55 @@ BwdParams ShapeOnlyParams::backward(Impl impl) const {
   return p;
 }
 
-Status check_host_memory(const testing::ProblemSpec& s) {
+double HostMemory::total() const {
+  return problem + std::max({sgemm, reference, cpu_flash});
+}
+
+HostMemory host_memory_needed(const testing::ProblemSpec& s, const MemoryPlan& plan) {
+  double rows_q = static_cast<double>(s.batch) * s.seqlen_q;
+  double rows_k = static_cast<double>(s.batch) * s.seqlen_k;
+  double batch = static_cast<double>(s.batch);
+  if (!s.lens_q.empty()) {
+    rows_q = rows_k = 0;
+    batch = static_cast<double>(s.lens_q.size());
+    for (size_t i = 0; i < s.lens_q.size(); ++i) {
+      rows_q += s.lens_q[i];
+      rows_k += s.lens_k[i];
+    }
+  }
+  const double es = static_cast<double>(dtype_size(s.dtype));
+  const double d = static_cast<double>(s.head_dim);
+  const double hq = static_cast<double>(s.heads_q), hk = static_cast<double>(s.heads_kv);
+  const double threads = std::max(1, plan.threads);
+  HostMemory m;
+  // q, out, dout, dq and k, v, dk, dv, twice over: the problem and the oracle's copies; LSE twice.
+  m.problem = 2 * es * d * (4 * rows_q * hq + 4 * rows_k * hk) + 2 * 4 * rows_q * hq;
+  if (plan.sgemm_flops > 0) {
+    const SgemmResult g = sgemm_shape(plan.sgemm_flops);
+    m.sgemm = 4.0 * (g.m * g.k + g.k * g.n + g.m * g.n);
+  }
+  if (plan.reference) {
+    // src/cpu/reference.cpp and reference_backward.cpp: each thread owns S and P (longest
+    // seqlen_q x longest seqlen_k doubles) and its rows in doubles; the forward has one work item
+    // per (batch, query head), the backward one per (batch, kv head).
+    const double sq = static_cast<double>(s.seqlen_q), sk = static_cast<double>(s.seqlen_k);
+    const double fwd = 8 * (2 * sq * sk + 2 * sq * d + 2 * sk * d + sq);
+    const double bwd = 8 * (2 * sq * sk + 4 * sq * d + 4 * sk * d);
+    const double t_fwd = std::min(threads, std::max(1.0, batch * hq));
+    const double t_bwd = std::min(threads, std::max(1.0, batch * hk));
+    m.reference_per_thread = plan.backward ? bwd : fwd;
+    m.reference_threads = static_cast<int>(plan.backward ? std::max(t_fwd, t_bwd) : t_fwd);
+    m.reference = plan.backward ? std::max(fwd * t_fwd, bwd * t_bwd) : fwd * t_fwd;
+  }
+  if (plan.cpu_flash) {
+    // Tiles of a few blocks of head_dim floats per thread (generous), and the backward's fp32 row
+    // sums of dO . O.
+    m.cpu_flash = threads * 4096.0 * std::max(64.0, d) + (plan.backward ? 4 * rows_q * hq : 0);
+  }
+  return m;
+}
+
+Status check_sizes(const testing::ProblemSpec& s) {
   auto negative = [](const char* name, int64_t v) {
     return Status::Invalid(std::string(name) + " (" + std::to_string(v) + ") must be positive");
   };
@@ -136,28 +187,38 @@ Status check_host_memory(const testing::ProblemSpec& s) {
   for (size_t i = 0; i < s.lens_q.size(); ++i)
     if (s.lens_q[i] < 0 || s.lens_k[i] < 0)
       return Status::Invalid("--varlen: sequence " + std::to_string(i) + " has a negative length");
+  return Status::Ok();
+}
 
-  // Doubles throughout: absurd sizes must not overflow before they are rejected.
-  double rows_q = static_cast<double>(s.batch) * s.seqlen_q;
-  double rows_k = static_cast<double>(s.batch) * s.seqlen_k;
-  if (!s.lens_q.empty()) {
-    rows_q = rows_k = 0;
-    for (size_t i = 0; i < s.lens_q.size(); ++i) {
-      rows_q += s.lens_q[i];
-      rows_k += s.lens_k[i];
-    }
-  }
-  const double es = static_cast<double>(dtype_size(s.dtype));
-  const double d = static_cast<double>(s.head_dim);
-  // q, out, dout, dq and k, v, dk, dv, twice over: the problem and the reference's copies.
-  const double need = 2 * es * d * (4 * rows_q * s.heads_q + 4 * rows_k * s.heads_kv);
+Status check_host_memory(const testing::ProblemSpec& s, const MemoryPlan& plan) {
+  FLASHLAB_RETURN_IF_ERROR(check_sizes(s));
+  const HostMemory m = host_memory_needed(s, plan);
   const double have =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (need > 0.75 * have)
-    return Status(StatusCode::kOutOfMemory, "the problem needs " + format_bytes(need) +
-                                                " of host memory, this machine has " +
-                                                format_bytes(have));
-  return Status::Ok();
+  const double usable = 0.75 * have;
+  const double need = m.total();
+  if (need <= usable) return Status::Ok();
+
+  std::string msg = "the run needs " + format_bytes(need) + " of host memory, this machine has " +
+                    format_bytes(have) + " (the limit is 75 %: " + format_bytes(usable) +
+                    "): the problem's buffers " + format_bytes(m.problem);
+  const bool reference_dominates = m.reference > 0 && m.reference >= std::max(m.sgemm, m.cpu_flash);
+  if (reference_dominates) {
+    msg += ", the float64 reference's scratch " + format_bytes(m.reference) + " (S and P, " +
+           std::to_string(s.seqlen_q) + " x " + std::to_string(s.seqlen_k) +
+           " doubles each: " + format_bytes(m.reference_per_thread) + " per thread, " +
+           std::to_string(m.reference_threads) + (m.reference_threads == 1 ? " thread)" : " threads)");
+    const double fit = std::floor((usable - m.problem) / m.reference_per_thread);
+    msg += ". Use ";
+    if (fit >= 1 && fit < m.reference_threads)
+      msg += "--threads " + std::to_string(static_cast<int>(fit)) + " (fits), ";
+    msg += "--no-check (no reference: outputs are only checked for NaN) or a smaller shape";
+  } else if (m.sgemm > 0 && m.sgemm >= m.cpu_flash) {
+    msg += ", the sgemm peer's matrices " + format_bytes(m.sgemm) + ". Use --no-sgemm or a smaller shape";
+  } else {
+    msg += ". Use a smaller shape";
+  }
+  return Status(StatusCode::kOutOfMemory, msg);
 }
 
 double reference_matrix_bytes(const testing::ProblemSpec& s) {
