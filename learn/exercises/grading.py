@@ -69,3 +69,16 @@ def equal(check, got, expected, what="value"):
 def _short(a):
     s = np.array2string(np.asarray(a), threshold=12, precision=6)
     return s if len(s) < 200 else s[:200] + "..."
+
+
+def same_interval(check, got, exp):
+    """A key interval (lo, hi): equal to exp, or empty (hi < lo) when exp is empty."""
+    try:
+        lo, hi = (int(x) for x in got)
+    except Exception:
+        raise Fail(check, f"expected a pair (lo, hi) of ints, got {got!r}")
+    if exp[1] < exp[0]:
+        if hi >= lo:
+            raise Fail(check, f"got ({lo}, {hi}); this row sees no key (expected an empty interval, hi < lo)")
+    elif (lo, hi) != tuple(exp):
+        raise Fail(check, f"got ({lo}, {hi}), expected {tuple(exp)}")
