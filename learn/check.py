@@ -78,7 +78,7 @@ def grade(spec, target_path, label, seed, gpu):
     except NotImplementedError:
         return "todo", ""
     except Exception as e:
-        return "fail", f"[import] {target_path.name} does not load: {type(e).__name__}: {e}"
+        return "fail", ("import", f"{target_path.name} does not load: {type(e).__name__}: {e}")
     rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
     try:
         with np.errstate(all="ignore"):  # overflow/NaN is judged by the checks, not warned about
@@ -86,12 +86,12 @@ def grade(spec, target_path, label, seed, gpu):
     except NotImplementedError:
         return "todo", f"{target_path.name} still raises NotImplementedError"
     except spec.grading.Fail as f:
-        return "fail", str(f)
+        return "fail", (f.check, f.message)
     except Exception as e:
         tb = traceback.extract_tb(e.__traceback__)
         where = ", ".join(f"{Path(fr.filename).name}:{fr.lineno}" for fr in tb
                           if Path(fr.filename).parent in (target_path.parent, target_path.parent.parent))
-        return "fail", f"[crash] {type(e).__name__}: {e}" + (f" ({where})" if where else "")
+        return "fail", ("crash", f"{type(e).__name__}: {e}" + (f" ({where})" if where else ""))
     return "pass", ""
 
 
@@ -148,10 +148,9 @@ def main(argv=None):
                 status, detail = grade(spec, m, f"{label}/{m.stem}", seed, gpu)
                 mlabel = f"{label} ~ {m.stem}"
                 if status == "fail":
-                    check = detail[1:detail.index("]")] if detail.startswith("[") else "?"
-                    line = f"caught by [{check}]"
+                    line = f"caught by [{detail[0]}]"
                     if args.verbose:
-                        line += f": {detail[detail.index(']') + 2:] if ']' in detail else detail}"
+                        line += f": {detail[1]}"
                     counts["caught"] = counts.get("caught", 0) + 1
                 elif status == "skip":
                     line = "skip (needs a GPU)"
@@ -167,7 +166,10 @@ def main(argv=None):
         counts[status] = counts.get(status, 0) + 1
         if status == "fail" or (args.solutions and status == "todo"):
             bad += 1
-        shown = {"pass": "pass", "todo": "todo", "skip": f"skip ({detail})"}.get(status, f"fail: {detail}")
+        if status == "fail":
+            shown = f"fail: [{detail[0]}] {detail[1]}"
+        else:
+            shown = f"skip ({detail})" if status == "skip" else status
         print(f"{label:<{width}}  {shown}")
 
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))

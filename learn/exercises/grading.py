@@ -60,8 +60,13 @@ def equal(check, got, expected, what="value"):
     """Exact equality (integers, lists, bit patterns)."""
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         g, e = np.asarray(got), np.asarray(expected)
-        if g.shape != e.shape or not np.array_equal(g, e):
-            raise Fail(check, f"{what}: got {_short(g)}, expected {_short(e)}")
+        if g.shape != e.shape:
+            raise Fail(check, f"{what}: shape {g.shape}, expected {e.shape}")
+        if not np.array_equal(g, e):
+            diff = np.argwhere(g != e)
+            idx = tuple(int(i) for i in diff[0])
+            raise Fail(check, f"{what}: {len(diff)} of {g.size} elements differ; first at {idx}: "
+                              f"got {g[idx].item()!r}, expected {e[idx].item()!r}")
     elif got != expected:
         raise Fail(check, f"{what}: got {got!r}, expected {expected!r}")
 
