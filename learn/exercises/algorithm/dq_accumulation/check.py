@@ -21,6 +21,10 @@ def check(mod, rng):
                     for _ in range(T)]
         for p in partials:
             p[p == 0] = 0.5
+        # one element where the order surely matters: (B - B) + 1 = 1 but (B + 1) - B = 0 in fp32
+        idx = tuple(int(rng.integers(n)) for n in (nq, d))
+        big = np.float32(2.0**25 * 10.0 ** rng.integers(0, 3))
+        partials[0][idx], partials[1][idx], partials[2][idx] = big, -big, np.float32(1.0)
         exact = np.sum([p.astype(np.float64) for p in partials], axis=0)
         bound = T * 2.0**-24 * np.sum([np.abs(p.astype(np.float64)) for p in partials], axis=0)
         ascending = fp32_sum(partials, range(T))
