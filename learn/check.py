@@ -118,7 +118,9 @@ def main(argv=None):
             print(f"no topic or exercise named {t!r}; try --list")
             return 2
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    gpu = have_gpu()
+    gpu = False
+    if any("NEEDS_GPU = True" in (f / "check.py").read_text() for _, _, f in exercises):
+        gpu = have_gpu()  # imports torch: only when some selected exercise asks for a GPU
     width = max(len(f"{t}/{n}") for t, n, _ in exercises)
 
     if args.list:
@@ -132,7 +134,7 @@ def main(argv=None):
 
     what = "solutions" if args.solutions else "mutants" if args.mutants else "stubs"
     print(f"learn/check.py: {what}, {len(exercises)} exercise(s), seed {seed}, "
-          f"GPU {'yes' if gpu else 'no'}")
+          f"GPU {'yes' if gpu else 'no (or not needed)'}")
     t0 = time.time()
     counts = {}
     bad = 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests.
+# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests,
+# then the learning exercises' checker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
@@ -12,3 +13,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
 rc=0
 .venv/bin/python -m pytest -q python/tests || rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+
+# The learning exercises (learn/check.py, docs/learn/exercises.md; NumPy only): every reference
+# solution passes and every mutant is rejected, on fresh random inputs (the seed is printed).
+.venv/bin/python learn/check.py --solutions && .venv/bin/python learn/check.py --mutants
