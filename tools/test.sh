@@ -16,4 +16,6 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
 
 # The learning exercises (learn/check.py, docs/learn/exercises.md; NumPy only): every reference
 # solution passes and every mutant is rejected, on fresh random inputs (the seed is printed).
-.venv/bin/python learn/check.py --solutions && .venv/bin/python learn/check.py --mutants
+# Two commands, not one `a && b` list, so that set -e stops at either if more lines follow.
+.venv/bin/python learn/check.py --solutions
+.venv/bin/python learn/check.py --mutants
