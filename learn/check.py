@@ -16,6 +16,7 @@ Layout: learn/exercises/<topic>/<exercise>/ holds
     check.py      the spec: CONCEPT (one line), NEEDS_GPU (bool), check(module, rng) which raises
                   grading.Fail(check_name, message) on the first wrong result; optionally
                   check_cpu(module, rng), the CPU path of a GPU exercise
+<topic>/ORDER (optional) lists the exercises in the suggested order.
 learn/exercises/grading.py (Fail, close, equal, randn) and reference.py (the float64 oracle) are
 shared by all checks. A new topic is a new folder; a new exercise is a new folder in it.
 
@@ -45,11 +46,15 @@ def load(path, name):
 
 
 def discover():
-    """[(topic, name, folder)] sorted by topic then name."""
+    """[(topic, name, folder)]: topics by name, exercises in the topic's ORDER file, then by name."""
     found = []
     for topic in sorted(p for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-        for ex in sorted(p for p in topic.iterdir() if (p / "check.py").is_file()):
-            found.append((topic.name, ex.name, ex))
+        order_file = topic / "ORDER"  # optional: the suggested order, one exercise name a line
+        order = order_file.read_text().split() if order_file.is_file() else []
+        rank = {name: i for i, name in enumerate(order)}
+        exs = sorted((p for p in topic.iterdir() if (p / "check.py").is_file()),
+                     key=lambda p: (rank.get(p.name, len(order)), p.name))
+        found.extend((topic.name, ex.name, ex) for ex in exs)
     return found
 
 
@@ -172,6 +177,8 @@ def main(argv=None):
             shown = f"fail: [{detail[0]}] {detail[1]}"
         else:
             shown = f"skip ({detail})" if status == "skip" else status
+            if status == "todo":
+                shown = f"todo      {target.relative_to(ROOT.parent.parent)}"
         print(f"{label:<{width}}  {shown}")
 
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
