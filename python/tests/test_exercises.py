@@ -82,3 +82,24 @@ def test_grading_outcomes(tmp_path, body, status):
     spec = check.load(folder / "check.py", "spec_lse_row_t")
     spec.grading = grading
     assert check.grade(spec, mod, "algorithm/lse_row", 7, False)[0] == status
+
+
+def test_gpu_exercise_without_gpu(tmp_path):
+    """An exercise that needs a GPU is skipped without one, or graded on its CPU path if it has one."""
+    import types
+
+    check, grading = _checker()
+    mod = tmp_path / "attempt.py"
+    mod.write_text("def f():\n    return 1\n")
+
+    def gpu_only(m, rng):
+        raise AssertionError("the GPU check must not run without a GPU")
+
+    def cpu_path(m, rng):
+        if m.f() != 2:
+            raise grading.Fail("cpu path", "f() must return 2")
+
+    spec = types.SimpleNamespace(NEEDS_GPU=True, check=gpu_only, grading=grading)
+    assert check.grade(spec, mod, "t/gpu", 1, False) == ("skip", "needs a GPU")
+    spec.check_cpu = cpu_path
+    assert check.grade(spec, mod, "t/gpu", 1, False) == ("fail", ("cpu path", "f() must return 2"))
