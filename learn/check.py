@@ -187,4 +187,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    if hasattr(__import__("signal"), "SIGPIPE"):  # `check.py | head` ends quietly
+        import signal
+
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -36,8 +36,8 @@ def close(check, got, exact, rtol=1e-9, atol=1e-9, what="value"):
         raise Fail(check, f"{what}: shape {got.shape}, expected {exact.shape}")
     if np.isnan(got).any():
         idx = tuple(int(i) for i in np.argwhere(np.isnan(got))[0])
-        raise Fail(check, f"{what}: NaN at index {idx} (expected {float(exact[idx])!r}); "
-                          "a row with no visible key must give 0 / -inf, not 0/0")
+        raise Fail(check, f"{what}: NaN at index {idx} (expected {float(exact[idx])!r}); NaN never passes "
+                          "(a row with no visible key gives 0 / -inf, not 0/0 = NaN)")
     inf_got, inf_exp = ~np.isfinite(got), ~np.isfinite(exact)
     bad = (inf_got != inf_exp) | (inf_exp & (got != exact))
     if bad.any():
