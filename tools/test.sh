@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests,
-# then the learning exercises' checker.
+# tools/test.sh — set up, build, and run the whole test suite: CTest, then pytest on python/tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
