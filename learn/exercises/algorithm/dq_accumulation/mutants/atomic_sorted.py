@@ -1,0 +1,17 @@
+"""Mutant: dq_atomic ignores the arrival order (it models a deterministic kernel, not the atomics)."""
+
+import numpy as np
+
+
+def dq_atomic(partials, order):
+    acc = np.zeros_like(partials[0], dtype=np.float32)
+    for j in sorted(order):
+        acc = acc + partials[j]
+    return acc
+
+
+def dq_deterministic(partials, order):
+    acc = np.zeros_like(partials[0], dtype=np.float32)
+    for j in sorted(order):
+        acc = acc + partials[j]
+    return acc

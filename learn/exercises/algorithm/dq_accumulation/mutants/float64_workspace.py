@@ -1,0 +1,17 @@
+"""Mutant: accumulates in a float64 workspace (more accurate, but not what an fp32 workspace gives)."""
+
+import numpy as np
+
+
+def dq_atomic(partials, order):
+    acc = np.zeros_like(partials[0], dtype=np.float64)
+    for j in order:
+        acc = acc + partials[j]
+    return acc
+
+
+def dq_deterministic(partials, order):
+    acc = np.zeros_like(partials[0], dtype=np.float32)
+    for j in sorted(order):
+        acc = acc + partials[j]
+    return acc

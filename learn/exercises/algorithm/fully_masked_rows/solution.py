@@ -1,0 +1,11 @@
+"""Solution for algorithm/fully_masked_rows (the task is in stub.py)."""
+
+import numpy as np
+
+
+def finalize(m, l, O):
+    empty = l == 0
+    safe_l = np.where(empty, 1.0, l)
+    out = np.where(empty[:, None], 0.0, O / safe_l[:, None])
+    lse = np.where(empty, -np.inf, m + np.log(safe_l))
+    return out, lse
