@@ -55,7 +55,7 @@ struct BwdTileSize {
   // take it (the small and large D-256 sets follow the Hopper set's measurement unmeasured).
   bool dq_first = false;
   // Masked blocks (causal / window diagonal) without softcap and ALiBi: the simple score loop
-  // with the mask compiled in (true), or the general loop (bwd_score.h). Measured on an H200
+  // with the mask compiled in (true), or the general loop (common/variant.h). Measured on an H200
   // (2026-11-21, one device call, together with the shared-memory epilogues of tile_store.h):
   // causal backward 2-33 % faster at hdim 128 and 256 (most at 512-2k tokens). At hdim 64's
   // 128 x 128 tile the simple loop raised the main kernel's spills (ptxas, sm_90a: 220 -> 244
