@@ -31,6 +31,6 @@ ANSWERS = {
     #     num_n_blocks, 128)`
     "q6": 2,
     # q7: Under which Python name does PYBIND11_MODULE expose mha_varlen_fwd?
-    # where: l. 1537: `m.def("varlen_fwd", &FLASH_NAMESPACE::mha_varlen_fwd, ...)`
+    # where: l. 1538: `m.def("varlen_fwd", &FLASH_NAMESPACE::mha_varlen_fwd, ...)`
     "q7": 'varlen_fwd',
 }

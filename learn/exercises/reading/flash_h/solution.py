@@ -15,7 +15,7 @@ ANSWERS = {
     # q2: Flash_fwd_params::p_dropout holds (a) the probability of dropping (b) the
     #     probability of keeping (c) 1 / (1 - p) (d) p as an 8-bit integer
     # where: l. 106: `// The dropout probability (probability of keeping an activation).`;
-    #     flash_api.cpp l. 141: `params.p_dropout = 1.f - p_dropout;`
+    #     flash_api.cpp l. 142: `params.p_dropout = 1.f - p_dropout;`
     "q2": 'b',
     # q3: Which struct does Flash_bwd_params derive from?
     # where: l. 151: `struct Flash_bwd_params : public Flash_fwd_params {`

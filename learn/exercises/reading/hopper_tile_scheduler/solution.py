@@ -11,11 +11,11 @@ Reference answers, each with the place in the file that gives it. Read them afte
 ANSWERS = {
     # q1: StaticPersistentTileScheduler::get_next_work adds what to tile_idx? (a) 1 (b)
     #     gridDim.x (c) the number of SMs times 2 (d) an atomicAdd result
-    # where: l. 210-212: `return {current_work.tile_idx + int(gridDim.x)};`
+    # where: l. 211: `return {current_work.tile_idx + int(gridDim.x)};`
     "q1": 'b',
     # q2: DynamicPersistentTileScheduler: which scheduling policy does its comment name? (a)
     #     round robin (b) longest-processing-time-first (c) shortest-first (d) random
-    # where: l. 222-224: `We use longest-processing-time-first scheduling`
+    # where: l. 223: `We use longest-processing-time-first scheduling`
     "q2": 'b',
     # q3: DynamicPersistentTileScheduler::Params: how many MiB of L2 does it budget for K and
     #     V?

@@ -11,14 +11,14 @@ Reference answers, each with the place in the file that gives it. Read them afte
 ANSWERS = {
     # q1: tile_size_fwd_sm90, 16-bit, head dim 128 (headdim_v 128), not causal, not local, TMA
     #     KV: kBlockN?
-    # where: l. 33-35: `return {128, use_blockN_128 ? 128 : 176, true, true};`
+    # where: l. 31-33: `return {128, use_blockN_128 ? 128 : 176, true, true};`
     "q1": 176,
     # q2: Same, but causal: kBlockN?
-    # where: l. 34: `use_blockN_128 = is_causal || is_local || paged_kv_non_TMA`
+    # where: l. 32: `use_blockN_128 = is_causal || is_local || paged_kv_non_TMA`
     "q2": 128,
     # q3: tile_size_fwd_sm8x for an A100 (sm86_or_89 false), 16-bit, head dim 128, not local,
     #     no varlen split: kBlockN?
-    # where: l. 65-66: `use_8_warps = sm86_or_89 | varlen_and_split` false -> `(is_local ? 48
+    # where: l. 67-68: `use_8_warps = sm86_or_89 | varlen_and_split` false -> `(is_local ? 48
     #     : 64)`, 4 warps
     "q3": 64,
 }
