@@ -19,8 +19,8 @@ ANSWERS = {
     # where: l. 133-138: `if (Clear_dQaccum) {` ... `cute::copy(gmem_tiled_copy_dQaccum, zero,
     #     tdQgdQaccum);`
     "q2": 'a',
-    # q3: dot_do_o: how many threads does the Allreduce of one row span, as a template
-    #     parameter name?
+    # q3: dot_do_o: which template parameter gives the width of its row Allreduce (threads per
+    #     row)?
     # where: l. 24, 46: `template <int THREADS_PER_ROW, ...>` and
     #     `Allreduce<THREADS_PER_ROW>::run(dP_sum_cur, sum_op) * scale`
     "q3": 'THREADS_PER_ROW',

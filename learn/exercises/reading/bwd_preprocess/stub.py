@@ -17,7 +17,7 @@ ANSWERS = {
     # q2: With Clear_dQaccum = true, which buffer does compute_dot_do_o zero? (a) dQaccum (b)
     #     dK (c) softmax_lse (d) dP_sum
     "q2": None,
-    # q3: dot_do_o: how many threads does the Allreduce of one row span, as a template
-    #     parameter name?
+    # q3: dot_do_o: which template parameter gives the width of its row Allreduce (threads per
+    #     row)?
     "q3": None,
 }

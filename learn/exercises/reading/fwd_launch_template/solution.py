@@ -28,8 +28,8 @@ ANSWERS = {
     # where: l. 140: `Kernel_traits::kHeadDim % 128 == 0 ? 4 : (Kernel_traits::kHeadDim % 64
     #     == 0 ? 8 : 16)`
     "q5": 4,
-    # q6: Above how many bytes of shared memory (>=) does run_flash_fwd call
-    #     cudaFuncSetAttribute(MaxDynamicSharedMemorySize)?
+    # q6: run_flash_fwd raises the kernel's dynamic shared-memory limit (cudaFuncSetAttribute)
+    #     when smem_size >= N bytes. N?
     # where: l. 83: `if (smem_size >= 48 * 1024)`
     "q6": 49152,
 }

@@ -1,6 +1,6 @@
 """Mutant of reading/bwd_preprocess: answers 'kNThreads' to q3 (the answer is 'THREADS_PER_ROW').
 
-dot_do_o: how many threads does the Allreduce of one row span, as a template parameter name?
+dot_do_o: which template parameter gives the width of its row Allreduce (threads per row)?
 """
 
 ANSWERS = {
@@ -10,7 +10,7 @@ ANSWERS = {
     # q2: With Clear_dQaccum = true, which buffer does compute_dot_do_o zero? (a) dQaccum (b)
     #     dK (c) softmax_lse (d) dP_sum
     "q2": 'a',
-    # q3: dot_do_o: how many threads does the Allreduce of one row span, as a template
-    #     parameter name?
+    # q3: dot_do_o: which template parameter gives the width of its row Allreduce (threads per
+    #     row)?
     "q3": 'kNThreads',
 }

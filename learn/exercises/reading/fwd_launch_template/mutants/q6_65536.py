@@ -1,6 +1,6 @@
 """Mutant of reading/fwd_launch_template: answers 65536 to q6 (the answer is 49152).
 
-Above how many bytes of shared memory (>=) does run_flash_fwd call cudaFuncSetAttribute(MaxDynamicSharedMemorySize)?
+run_flash_fwd raises the kernel's dynamic shared-memory limit (cudaFuncSetAttribute) when smem_size >= N bytes. N?
 """
 
 ANSWERS = {
@@ -15,7 +15,7 @@ ANSWERS = {
     "q4": 'b',
     # q5: run_flash_splitkv_fwd: which kBlockM does the combine kernel use for head dim 128?
     "q5": 4,
-    # q6: Above how many bytes of shared memory (>=) does run_flash_fwd call
-    #     cudaFuncSetAttribute(MaxDynamicSharedMemorySize)?
+    # q6: run_flash_fwd raises the kernel's dynamic shared-memory limit (cudaFuncSetAttribute)
+    #     when smem_size >= N bytes. N?
     "q6": 65536,
 }
