@@ -20,7 +20,7 @@ ANSWERS = {
     # q3: Which struct does Flash_bwd_params derive from?
     # where: l. 151: `struct Flash_bwd_params : public Flash_fwd_params {`
     "q3": 'Flash_fwd_params',
-    # q4: What C++ type is Qkv_params::index_t (the stride type)?
+    # q4: What C++ type is Qkv_params::index_t (the stride type), as written in the file?
     # where: l. 21: `using index_t = int64_t;`
     "q4": 'int64_t',
 }

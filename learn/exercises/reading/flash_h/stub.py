@@ -18,6 +18,6 @@ ANSWERS = {
     "q2": None,
     # q3: Which struct does Flash_bwd_params derive from?
     "q3": None,
-    # q4: What C++ type is Qkv_params::index_t (the stride type)?
+    # q4: What C++ type is Qkv_params::index_t (the stride type), as written in the file?
     "q4": None,
 }

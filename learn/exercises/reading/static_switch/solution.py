@@ -19,7 +19,8 @@ ANSWERS = {
     #     constant? (a) true (b) false (c) the runtime COND
     # where: l. 49-54: `constexpr static bool CONST_NAME = true;`
     "q3": 'a',
-    # q4: FP16_SWITCH: which elem_type does the false branch use?
+    # q4: FP16_SWITCH: which elem_type does the false branch use (with its namespace, as
+    #     written)?
     # where: l. 85: `using elem_type = cutlass::bfloat16_t;`
     "q4": 'cutlass::bfloat16_t',
 }

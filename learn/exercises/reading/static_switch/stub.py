@@ -18,6 +18,7 @@ ANSWERS = {
     # q3: With FLASHATTENTION_DISABLE_UNEVEN_K defined, what value does EVENK_SWITCH give its
     #     constant? (a) true (b) false (c) the runtime COND
     "q3": None,
-    # q4: FP16_SWITCH: which elem_type does the false branch use?
+    # q4: FP16_SWITCH: which elem_type does the false branch use (with its namespace, as
+    #     written)?
     "q4": None,
 }

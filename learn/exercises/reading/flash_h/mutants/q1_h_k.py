@@ -11,6 +11,6 @@ ANSWERS = {
     "q2": 'b',
     # q3: Which struct does Flash_bwd_params derive from?
     "q3": 'Flash_fwd_params',
-    # q4: What C++ type is Qkv_params::index_t (the stride type)?
+    # q4: What C++ type is Qkv_params::index_t (the stride type), as written in the file?
     "q4": 'int64_t',
 }
