@@ -55,8 +55,8 @@ def test_untouched_stubs_are_todo(tmp_path):
     n = 0
     for topic, name, folder in check.discover():
         text = (folder / "stub.py").read_text()
-        if "raise NotImplementedError" not in text:
-            continue  # a learner's solved stub
+        if "raise NotImplementedError" not in text and '": None,' not in text:
+            continue  # a learner's solved stub (code exercises raise, question exercises hold None)
         stub = tmp_path / f"{topic}_{name}.py"
         stub.write_text(text)
         spec = check.load(folder / "check.py", f"spec_{topic}_{name}")
@@ -103,3 +103,30 @@ def test_gpu_exercise_without_gpu(tmp_path):
     assert check.grade(spec, mod, "t/gpu", 1, False) == ("skip", "needs a GPU")
     spec.check_cpu = cpu_path
     assert check.grade(spec, mod, "t/gpu", 1, False) == ("fail", ("cpu path", "f() must return 2"))
+
+
+def test_question_answers_normalized(tmp_path):
+    """Question exercises (topic reading): case, whitespace, quotes and "(c)" do not matter;
+    numbers are exact; a partly answered stub is todo; a wrong answer fails without revealing it."""
+    check, grading = _checker()
+    import quiz
+
+    assert quiz.normalize("  Flash_FWD_params ") == quiz.normalize("flash_fwd_params")
+    assert quiz.normalize("(B)") == "b" and quiz.normalize("`gemm_rs()`") == "gemm_rs"
+    assert quiz.normalize(" 64 ") == quiz.normalize(64) == "64"
+    assert quiz.normalize(64.0) is None and quiz.normalize(True) is None
+    folder = check.ROOT / "reading" / "mask"
+    spec = check.load(folder / "check.py", "spec_reading_mask_t")
+    spec.grading = grading
+    sol = check.load(folder / "solution.py", "sol_reading_mask_t").ANSWERS
+
+    def grade(answers):
+        mod = tmp_path / "attempt.py"
+        mod.write_text(f"ANSWERS = {answers!r}\n")
+        return check.grade(spec, mod, "reading/mask", 1, False)
+
+    assert grade(sol)[0] == "pass"
+    assert grade({**sol, "q2": str(sol["q2"]).upper() + " "})[0] == "pass"
+    assert grade({**sol, "q1": None})[0] == "todo"
+    status, (which, message) = grade({**sol, "q3": sol["q3"] + 1})
+    assert status == "fail" and which == "q3" and str(sol["q3"]) not in message

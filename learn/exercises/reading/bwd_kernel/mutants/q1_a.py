@@ -1,0 +1,17 @@
+"""Mutant of reading/bwd_kernel: answers 'a' to q1 (the answer is 'b').
+
+compute_dq_dk_dv_1colblock loops over which index? (a) n_block (b) m_block (c) bidh (d) the split
+"""
+
+ANSWERS = {
+    # q1: compute_dq_dk_dv_1colblock loops over which index? (a) n_block (b) m_block (c) bidh
+    #     (d) the split
+    "q1": 'a',
+    # q2: Seq_parallel: which CUDA function accumulates dQ into dq_accum?
+    "q2": 'atomicAdd',
+    # q3: pointwise_mult (no dropout) computes dS = p * (dp - X). X is (a) the LSE (b) dP_sum
+    #     = D (c) the row max (d) softmax_scale
+    "q3": 'b',
+    # q4: compute_dq_dk_dv_seqk_parallel: which blockIdx component gives the head? (x, y or z)
+    "q4": 'z',
+}

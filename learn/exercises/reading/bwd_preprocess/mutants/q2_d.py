@@ -1,0 +1,16 @@
+"""Mutant of reading/bwd_preprocess: answers 'd' to q2 (the answer is 'a').
+
+With Clear_dQaccum = true, which buffer does compute_dot_do_o zero? (a) dQaccum (b) dK (c) softmax_lse (d) dP_sum
+"""
+
+ANSWERS = {
+    # q1: compute_dot_do_o passes which scale to dot_do_o? (a) 1 (b) softmax_scale (c)
+    #     params.p_dropout, the keep probability (d) 1 / keep probability
+    "q1": 'c',
+    # q2: With Clear_dQaccum = true, which buffer does compute_dot_do_o zero? (a) dQaccum (b)
+    #     dK (c) softmax_lse (d) dP_sum
+    "q2": 'd',
+    # q3: dot_do_o: which template parameter gives the width of its row Allreduce (threads per
+    #     row)?
+    "q3": 'THREADS_PER_ROW',
+}

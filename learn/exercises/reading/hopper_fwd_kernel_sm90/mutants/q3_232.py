@@ -1,0 +1,15 @@
+"""Mutant of reading/hopper_fwd_kernel_sm90: answers 232 to q3 (the answer is 240).
+
+Same: MmaRegisterRequirement?
+"""
+
+ANSWERS = {
+    # q1: Which warp_group_idx is the producer (the loads)?
+    "q1": 0,
+    # q2: NumMmaWarpGroups = 2 with TMA for K/V: LoadRegisterRequirement?
+    "q2": 24,
+    # q3: Same: MmaRegisterRequirement?
+    "q3": 232,
+    # q4: How many load (producer) warp groups does the kernel have?
+    "q4": 1,
+}

@@ -1,0 +1,17 @@
+"""Mutant of reading/static_switch: answers 5 to q2 (the answer is 6).
+
+How many head-dim buckets does HEADDIM_SWITCH have?
+"""
+
+ANSWERS = {
+    # q1: HEADDIM_SWITCH: which kHeadDim does head dim 80 compile as?
+    "q1": 96,
+    # q2: How many head-dim buckets does HEADDIM_SWITCH have?
+    "q2": 5,
+    # q3: With FLASHATTENTION_DISABLE_UNEVEN_K defined, what value does EVENK_SWITCH give its
+    #     constant? (a) true (b) false (c) the runtime COND
+    "q3": 'a',
+    # q4: FP16_SWITCH: which elem_type does the false branch use (with its namespace, as
+    #     written)?
+    "q4": 'cutlass::bfloat16_t',
+}
