@@ -1,0 +1,245 @@
+// Compile-only toolchain probe for the planned cuda_sm90 forward (docs/design/sm90-forward.md).
+// NOT part of libflashlab or CI: tools/sm90_probe.sh builds it with nvcc for sm_90a and greps the
+// ptxas report for spills and the wgmma serialization warnings (C7510-C7517).
+//
+// What it proves compiles, with the pinned CUTLASS/CuTe headers, in the shape the real kernel uses:
+//   - a TMA load (SM90_TMA_LOAD) of a (128, 128) bf16 tile of Q from a 4-D (seqlen, d, head, batch)
+//     tensor, completing on a ClusterTransactionBarrier, and K/V tiles streamed through a 2-stage
+//     cutlass::PipelineTmaAsync (cluster size 1);
+//   - one producer warpgroup (setmaxnreg.dec to 24) and two consumer warpgroups (setmaxnreg.inc to
+//     240), FA3's split for two MMA warpgroups;
+//   - S = Q Kᵀ as SS wgmma (64x128x16 per warpgroup, both operands from smem descriptors), then
+//     O += P V as RS wgmma (P from registers, re-viewed from the S accumulator; V read transposed
+//     from the same K-major smem buffer, so B is MN-major).
+// The numbers it computes are meaningless (P is S cast to bf16, V aliases K): only ptxas's report
+// matters. It never runs.
+#include <cute/tensor.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace flashlab::sm90_probe {
+
+using namespace cute;
+
+using Element = cutlass::bfloat16_t;
+using ElementAccum = float;
+
+constexpr int kBlockM = 128;
+constexpr int kBlockN = 128;
+constexpr int kHeadDim = 128;
+constexpr int kStages = 2;
+constexpr int kNumMmaWarpGroups = 2;
+constexpr int kThreads = cutlass::NumThreadsPerWarpGroup * (1 + kNumMmaWarpGroups);
+// FA3's setmaxnreg split for one producer + two consumer warpgroups: 24 + 2 * 240 = 504 <= 512
+// registers a thread-slot over the three warpgroups (65536 / 384 = 170 at entry).
+constexpr uint32_t kProducerRegs = 24;
+constexpr uint32_t kConsumerRegs = 240;
+
+using TileQ = Shape<Int<kBlockM>, Int<kHeadDim>>;  // (BLK_M, HDIM)
+using TileK = Shape<Int<kBlockN>, Int<kHeadDim>>;  // (BLK_N, HDIM)
+
+// 128-byte swizzle, K (head-dim) contiguous: the layout both TMA and the GMMA descriptors accept.
+using SmemLayoutQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, TileQ{}));  // (BLK_M, HDIM)
+using SmemLayoutK = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                                           Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));  // (BLK_N, HDIM, STAGES)
+// Vᵀ: the same bytes as a K-major V tile, viewed (HDIM, BLK_N): the PV GEMM's B operand, MN-major.
+using SmemLayoutVt = decltype(composition(
+    SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
+                                       Step<_2, _1, _3>{})));  // (HDIM, BLK_N, STAGES)
+
+// Warpgroups tile M: each consumer warpgroup owns 64 rows of the 128-row Q tile.
+using MmaWarpGroups = Layout<Shape<Int<kNumMmaWarpGroups>, _1, _1>>;
+using TiledMmaQK = decltype(make_tiled_mma(
+    SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>{}, MmaWarpGroups{}));
+using TiledMmaPV = decltype(make_tiled_mma(
+    SM90::GMMA::MMA_64x128x16_F32BF16BF16_RS<GMMA::Major::K, GMMA::Major::MN>{}, MmaWarpGroups{}));
+
+// (seqlen, d, head, batch) with the head dim contiguous: the shape the real mainloop's TMA uses.
+using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;
+using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;
+
+using TmaQ = decltype(make_tma_copy(
+    SM90_TMA_LOAD{},
+    make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
+    SmemLayoutQ{}, TileQ{}, _1{}));
+using TmaK = decltype(make_tma_copy(
+    SM90_TMA_LOAD{},
+    make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
+    take<0, 2>(SmemLayoutK{}), TileK{}, _1{}));
+
+using PipelineK = cutlass::PipelineTmaAsync<kStages>;
+
+constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(size(SmemLayoutQ{}) * sizeof(Element));
+constexpr uint32_t kTmaBytesK = static_cast<uint32_t>(size(take<0, 2>(SmemLayoutK{})) * sizeof(Element));
+
+struct SharedStorage {
+  array_aligned<Element, cosize_v<SmemLayoutQ>, 1024> smem_q;  // SW128 needs 1024-byte alignment
+  array_aligned<Element, cosize_v<SmemLayoutK>, 1024> smem_k;
+  cutlass::arch::ClusterTransactionBarrier barrier_q;
+  PipelineK::SharedStorage pipeline_k;
+};
+
+struct Params {
+  TmaQ tma_q;
+  TmaK tma_k;
+  ShapeQKV shape_q;
+  ShapeQKV shape_k;
+  int n_blocks;
+  float* o;
+};
+
+// The wgmma accumulator of one m64nN atom is ((2, 2, N/8), MMA_M, MMA_N); a 16-bit A operand of one
+// m64n?k16 atom is ((2, 2, 2), MMA_M, MMA_K). Re-grouping pairs of column octets into one k16 slice
+// gives the A view of the same registers (no data movement).
+template <class AccLayout>
+CUTE_HOST_DEVICE constexpr auto acc_as_a_operand(AccLayout const& acc) {
+  auto values = get<0>(acc);                             // (2, 2, N/8)
+  auto octets = logical_divide(get<2>(values), _2{});   // (2, N/16)
+  auto a_values = make_layout(get<0>(values), get<1>(values), get<0>(octets));  // (2, 2, 2)
+  auto a_k = coalesce(make_layout(get<1>(octets), get<2>(acc)));               // (N/16 * MMA_N)
+  return make_layout(a_values, get<1>(acc), a_k);
+}
+
+// D (+)= A B over the K mode, as one wgmma batch; zero_init overwrites D first (S = Q Kᵀ).
+// kAInRegisters must be said: cute::is_rmem is also true of a tensor of GMMA smem descriptors
+// (found here: the fence then fails to compile on the descriptor iterator).
+template <bool kZeroInit, bool kAInRegisters, class TiledMma, class TA, class TB, class TC>
+CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) {
+  if constexpr (kAInRegisters) { warpgroup_fence_operand(const_cast<TA&>(a)); }
+  warpgroup_fence_operand(c);
+  warpgroup_arrive();
+  mma.accumulate_ = kZeroInit ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(a); ++k) {
+    cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+#ifdef FLASHLAB_PROBE_SERIALIZE
+    // Negative test of tools/sm90_probe.sh: an ordinary instruction writing the accumulator inside
+    // the wgmma batch, which ptxas answers by serializing the batch (seen with nvcc 13.0: C7519 arrive injected, C7517 wait injected, C7511 serialized).
+    c(0) += 1.0f;
+#endif
+  }
+  warpgroup_commit_batch();
+  warpgroup_wait<0>();
+  warpgroup_fence_operand(c);
+  if constexpr (kAInRegisters) { warpgroup_fence_operand(const_cast<TA&>(a)); }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT Params const params) {
+  extern __shared__ __align__(1024) char smem_raw[];
+  SharedStorage& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
+
+  int const warp_idx = cutlass::canonical_warp_idx_sync();
+  int const warp_group_idx = cutlass::canonical_warp_group_idx();
+  int const thread_in_group = threadIdx.x % cutlass::NumThreadsPerWarpGroup;
+  bool const lane_predicate = cute::elect_one_sync();
+
+  if (warp_idx == 0 && lane_predicate) {
+    prefetch_tma_descriptor(params.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(params.tma_k.get_tma_descriptor());
+    smem.barrier_q.init(1);
+  }
+
+  PipelineK::Params pipeline_params;
+  pipeline_params.transaction_bytes = kTmaBytesK;
+  pipeline_params.role = warp_group_idx == 0 ? PipelineK::ThreadCategory::Producer
+                                             : PipelineK::ThreadCategory::Consumer;
+  pipeline_params.is_leader = thread_in_group == 0;
+  pipeline_params.num_consumers = cutlass::NumThreadsPerWarpGroup * kNumMmaWarpGroups;
+  PipelineK pipeline(smem.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
+  __syncthreads();  // barrier inits visible to every warp (cluster_sync() once clusters > 1)
+
+  Tensor sQ = make_tensor(make_smem_ptr(smem.smem_q.data()), SmemLayoutQ{});    // (BLK_M, HDIM)
+  Tensor sK = make_tensor(make_smem_ptr(smem.smem_k.data()), SmemLayoutK{});    // (BLK_N, HDIM, STAGES)
+  Tensor sVt = make_tensor(make_smem_ptr(smem.smem_k.data()), SmemLayoutVt{});  // (HDIM, BLK_N, STAGES)
+
+  if (warp_group_idx == 0) {  // producer: one elected thread issues every TMA
+    cutlass::arch::warpgroup_reg_dealloc<kProducerRegs>();
+    if (warp_idx == 0 && lane_predicate) {
+      Tensor mQ = params.tma_q.get_tma_tensor(params.shape_q);  // (seqlen_q, d, head, batch)
+      Tensor mK = params.tma_k.get_tma_tensor(params.shape_k);  // (seqlen_k, d, head, batch)
+      Tensor gQ = local_tile(mQ(_, _, 0, 0), TileQ{}, make_coord(0, 0));  // (BLK_M, HDIM)
+      Tensor gK = local_tile(mK(_, _, 0, 0), TileK{}, make_coord(_, 0));  // (BLK_N, HDIM, n_blocks)
+      auto [tQgQ, tQsQ] = tma_partition(params.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
+                                        group_modes<0, 2>(gQ));  // (TMA), (TMA)
+      auto [tKgK, tKsK] = tma_partition(params.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK),
+                                        group_modes<0, 2>(gK));  // (TMA, n_blocks), (TMA, STAGES)
+      smem.barrier_q.arrive_and_expect_tx(kTmaBytesQ);
+      copy(params.tma_q.with(reinterpret_cast<uint64_t&>(smem.barrier_q), /*mcast_mask=*/0), tQgQ, tQsQ);
+      auto state = cutlass::make_producer_start_state<PipelineK>();
+      for (int n = 0; n < params.n_blocks; ++n) {
+        pipeline.producer_acquire(state);
+        copy(params.tma_k.with(*pipeline.producer_get_barrier(state), 0), tKgK(_, n),
+             tKsK(_, state.index()));
+        ++state;
+      }
+      pipeline.producer_tail(state);  // do not exit while consumers may still arrive on our barriers
+    }
+  } else {  // consumers: two warpgroups, 64 rows each
+    cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
+    int const mma_thread = threadIdx.x - cutlass::NumThreadsPerWarpGroup;
+    TiledMmaQK mma_qk;
+    TiledMmaPV mma_pv;
+    auto thr_qk = mma_qk.get_thread_slice(mma_thread);
+    auto thr_pv = mma_pv.get_thread_slice(mma_thread);
+    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // (MMA, MMA_M, MMA_K) smem descriptors
+    Tensor tSrK = thr_qk.partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, STAGES)
+    Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, STAGES)
+    Tensor tOrO = partition_fragment_C(mma_pv, TileQ{});  // ((2, 2, HDIM/8), MMA_M, MMA_N) fp32
+    clear(tOrO);
+
+    smem.barrier_q.wait(0);
+    cutlass::PipelineState<kStages> state;
+    for (int n = 0; n < params.n_blocks; ++n) {
+      pipeline.consumer_wait(state);
+      Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
+      warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, state.index()), tSrS);
+      Tensor tSrP = make_tensor_like<Element>(tSrS);  // same register order as S
+      CUTE_UNROLL
+      for (int i = 0; i < size(tSrS); ++i) { tSrP(i) = static_cast<Element>(tSrS(i)); }
+      Tensor tOrP = make_tensor(tSrP.data(), acc_as_a_operand(tSrS.layout()));  // ((2, 2, 2), MMA_M, BLK_N/16)
+      warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP, tOrV(_, _, _, state.index()), tOrO);
+      pipeline.consumer_release(state);
+      ++state;
+    }
+    // Plain stores keep the accumulator live; the real epilogue goes through smem + TMA store.
+    float* o = params.o + mma_thread * size(tOrO);
+    CUTE_UNROLL
+    for (int i = 0; i < size(tOrO); ++i) { o[i] = tOrO(i); }
+  }
+}
+
+// Host side: build the TMA descriptors (host-only CUDA driver call inside make_tma_copy) and
+// launch with a cluster of 1 (a plain launch; cluster dims > 1 would go through
+// cutlass::launch_kernel_on_cluster).
+cudaError_t launch(Element const* q, Element const* k, float* o, int seqlen_q, int seqlen_k,
+                   cudaStream_t stream) {
+  ShapeQKV shape_q{seqlen_q, kHeadDim, 1, 1};
+  ShapeQKV shape_k{seqlen_k, kHeadDim, 1, 1};
+  StrideQKV stride{int64_t(kHeadDim), _1{}, int64_t(seqlen_q) * kHeadDim, int64_t(seqlen_q) * kHeadDim};
+  StrideQKV stride_k{int64_t(kHeadDim), _1{}, int64_t(seqlen_k) * kHeadDim, int64_t(seqlen_k) * kHeadDim};
+  Params params{make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(q), shape_q, stride),
+                              SmemLayoutQ{}, TileQ{}, _1{}),
+                make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(k), shape_k, stride_k),
+                              take<0, 2>(SmemLayoutK{}), TileK{}, _1{}),
+                shape_q,
+                shape_k,
+                seqlen_k / kBlockN,
+                o};
+  int const smem_bytes = int(sizeof(SharedStorage));
+  cudaError_t err = cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (err != cudaSuccess) { return err; }
+  probe_kernel<<<1, kThreads, smem_bytes, stream>>>(params);
+  return cudaGetLastError();
+}
+
+}  // namespace flashlab::sm90_probe
