@@ -4,7 +4,7 @@
 # needed), prints ptxas's resource report, and fails on spills, an ignored setmaxnreg (C7508) or a
 # serialized wgmma or compiler-injected wgmma fences (C7510-C7519). Not part of the library build or CI.
 #   tools/sm90_probe.sh [CUTLASS_INCLUDE]   (default: .deps/cutlass/... of the main checkout)
-#   SM90_PROBE_FLAGS=-DFLASHLAB_PROBE_SERIALIZE tools/sm90_probe.sh   negative test: must FAIL (C7515)
+#   SM90_PROBE_FLAGS=-DFLASHLAB_PROBE_SERIALIZE tools/sm90_probe.sh   negative test: must FAIL (C751x)
 # Takes a few minutes and several GB of host memory: run one nvcc at a time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,6 +1,7 @@
 // Compile-only toolchain probe for the planned cuda_sm90 forward (docs/design/sm90-forward.md).
 // NOT part of libflashlab or CI: tools/sm90_probe.sh builds it with nvcc for sm_90a and greps the
-// ptxas report for spills and the wgmma serialization warnings (C7510-C7517).
+// ptxas report for spills, an ignored setmaxnreg (C7508) and the wgmma serialization messages
+// (C7510-C7519; ptxas prints them as "info", so --warning-as-error does not catch them).
 //
 // What it proves compiles, with the pinned CUTLASS/CuTe headers, in the shape the real kernel uses:
 //   - a TMA load (SM90_TMA_LOAD) of a (128, 128) bf16 tile of Q from a 4-D (seqlen, d, head, batch)
@@ -13,13 +14,16 @@
 //     from the same K-major smem buffer, so B is MN-major).
 // The numbers it computes are meaningless (P is S cast to bf16, V aliases K): only ptxas's report
 // matters. It never runs.
+// cute/tensor.hpp first: included after the CUTLASS headers, cute/algorithm/copy.hpp fails to
+// compile (nvcc 13.0, CUTLASS 4.2: "copy_if has already been declared").
 #include <cute/tensor.hpp>
-#include <cute/atom/copy_traits_sm90_tma.hpp>
-#include <cute/atom/mma_traits_sm90_gmma.hpp>
+
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
 #include <cutlass/numeric_types.h>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
 #include <cuda_runtime.h>
@@ -49,8 +53,9 @@ using TileK = Shape<Int<kBlockN>, Int<kHeadDim>>;  // (BLK_N, HDIM)
 
 // 128-byte swizzle, K (head-dim) contiguous: the layout both TMA and the GMMA descriptors accept.
 using SmemLayoutQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, TileQ{}));  // (BLK_M, HDIM)
-using SmemLayoutK = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
-                                           Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));  // (BLK_N, HDIM, STAGES)
+using SmemLayoutK =
+    decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
+                           Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));  // (BLK_N, HDIM, STAGES)
 // Vᵀ: the same bytes as a K-major V tile, viewed (HDIM, BLK_N): the PV GEMM's B operand, MN-major.
 using SmemLayoutVt = decltype(composition(
     SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
@@ -69,8 +74,8 @@ using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;
 
 using TmaQ = decltype(make_tma_copy(
     SM90_TMA_LOAD{},
-    make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
-    SmemLayoutQ{}, TileQ{}, _1{}));
+    make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}), SmemLayoutQ{},
+    TileQ{}, _1{}));
 using TmaK = decltype(make_tma_copy(
     SM90_TMA_LOAD{},
     make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
@@ -102,10 +107,10 @@ struct Params {
 // gives the A view of the same registers (no data movement).
 template <class AccLayout>
 CUTE_HOST_DEVICE constexpr auto acc_as_a_operand(AccLayout const& acc) {
-  auto values = get<0>(acc);                             // (2, 2, N/8)
-  auto octets = logical_divide(get<2>(values), _2{});   // (2, N/16)
+  auto values = get<0>(acc);                                                    // (2, 2, N/8)
+  auto octets = logical_divide(get<2>(values), _2{});                           // (2, N/16)
   auto a_values = make_layout(get<0>(values), get<1>(values), get<0>(octets));  // (2, 2, 2)
-  auto a_k = coalesce(make_layout(get<1>(octets), get<2>(acc)));               // (N/16 * MMA_N)
+  auto a_k = coalesce(make_layout(get<1>(octets), get<2>(acc)));                // (N/16 * MMA_N)
   return make_layout(a_values, get<1>(acc), a_k);
 }
 
@@ -114,7 +119,9 @@ CUTE_HOST_DEVICE constexpr auto acc_as_a_operand(AccLayout const& acc) {
 // (found here: the fence then fails to compile on the descriptor iterator).
 template <bool kZeroInit, bool kAInRegisters, class TiledMma, class TA, class TB, class TC>
 CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) {
-  if constexpr (kAInRegisters) { warpgroup_fence_operand(const_cast<TA&>(a)); }
+  if constexpr (kAInRegisters) {
+    warpgroup_fence_operand(const_cast<TA&>(a));
+  }
   warpgroup_fence_operand(c);
   warpgroup_arrive();
   mma.accumulate_ = kZeroInit ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
@@ -124,14 +131,17 @@ CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) 
     mma.accumulate_ = GMMA::ScaleOut::One;
 #ifdef FLASHLAB_PROBE_SERIALIZE
     // Negative test of tools/sm90_probe.sh: an ordinary instruction writing the accumulator inside
-    // the wgmma batch, which ptxas answers by serializing the batch (seen with nvcc 13.0: C7519 arrive injected, C7517 wait injected, C7511 serialized).
+    // the wgmma batch, which ptxas answers by serializing the batch (nvcc 13.0: C7519 arrive
+    // injected, C7517 wait injected, C7511 serialized).
     c(0) += 1.0f;
 #endif
   }
   warpgroup_commit_batch();
   warpgroup_wait<0>();
   warpgroup_fence_operand(c);
-  if constexpr (kAInRegisters) { warpgroup_fence_operand(const_cast<TA&>(a)); }
+  if constexpr (kAInRegisters) {
+    warpgroup_fence_operand(const_cast<TA&>(a));
+  }
 }
 
 __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT Params const params) {
@@ -151,8 +161,8 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
 
   PipelineK::Params pipeline_params;
   pipeline_params.transaction_bytes = kTmaBytesK;
-  pipeline_params.role = warp_group_idx == 0 ? PipelineK::ThreadCategory::Producer
-                                             : PipelineK::ThreadCategory::Consumer;
+  pipeline_params.role =
+      warp_group_idx == 0 ? PipelineK::ThreadCategory::Producer : PipelineK::ThreadCategory::Consumer;
   pipeline_params.is_leader = thread_in_group == 0;
   pipeline_params.num_consumers = cutlass::NumThreadsPerWarpGroup * kNumMmaWarpGroups;
   PipelineK pipeline(smem.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
@@ -165,8 +175,8 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
   if (warp_group_idx == 0) {  // producer: one elected thread issues every TMA
     cutlass::arch::warpgroup_reg_dealloc<kProducerRegs>();
     if (warp_idx == 0 && lane_predicate) {
-      Tensor mQ = params.tma_q.get_tma_tensor(params.shape_q);  // (seqlen_q, d, head, batch)
-      Tensor mK = params.tma_k.get_tma_tensor(params.shape_k);  // (seqlen_k, d, head, batch)
+      Tensor mQ = params.tma_q.get_tma_tensor(params.shape_q);            // (seqlen_q, d, head, batch)
+      Tensor mK = params.tma_k.get_tma_tensor(params.shape_k);            // (seqlen_k, d, head, batch)
       Tensor gQ = local_tile(mQ(_, _, 0, 0), TileQ{}, make_coord(0, 0));  // (BLK_M, HDIM)
       Tensor gK = local_tile(mK(_, _, 0, 0), TileK{}, make_coord(_, 0));  // (BLK_N, HDIM, n_blocks)
       auto [tQgQ, tQsQ] = tma_partition(params.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
@@ -178,8 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
       auto state = cutlass::make_producer_start_state<PipelineK>();
       for (int n = 0; n < params.n_blocks; ++n) {
         pipeline.producer_acquire(state);
-        copy(params.tma_k.with(*pipeline.producer_get_barrier(state), 0), tKgK(_, n),
-             tKsK(_, state.index()));
+        copy(params.tma_k.with(*pipeline.producer_get_barrier(state), 0), tKgK(_, n), tKsK(_, state.index()));
         ++state;
       }
       pipeline.producer_tail(state);  // do not exit while consumers may still arrive on our barriers
@@ -191,9 +200,9 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
     TiledMmaPV mma_pv;
     auto thr_qk = mma_qk.get_thread_slice(mma_thread);
     auto thr_pv = mma_pv.get_thread_slice(mma_thread);
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // (MMA, MMA_M, MMA_K) smem descriptors
-    Tensor tSrK = thr_qk.partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, STAGES)
-    Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, STAGES)
+    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);        // (MMA, MMA_M, MMA_K) smem descriptors
+    Tensor tSrK = thr_qk.partition_fragment_B(sK);        // (MMA, MMA_N, MMA_K, STAGES)
+    Tensor tOrV = thr_pv.partition_fragment_B(sVt);       // (MMA, MMA_N, MMA_K, STAGES)
     Tensor tOrO = partition_fragment_C(mma_pv, TileQ{});  // ((2, 2, HDIM/8), MMA_M, MMA_N) fp32
     clear(tOrO);
 
@@ -201,20 +210,28 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
     cutlass::PipelineState<kStages> state;
     for (int n = 0; n < params.n_blocks; ++n) {
       pipeline.consumer_wait(state);
-      Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
-      warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, state.index()), tSrS);
+      Tensor tSrS = partition_fragment_C(
+          mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
+      warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, state.index()),
+                                                                  tSrS);
       Tensor tSrP = make_tensor_like<Element>(tSrS);  // same register order as S
       CUTE_UNROLL
-      for (int i = 0; i < size(tSrS); ++i) { tSrP(i) = static_cast<Element>(tSrS(i)); }
-      Tensor tOrP = make_tensor(tSrP.data(), acc_as_a_operand(tSrS.layout()));  // ((2, 2, 2), MMA_M, BLK_N/16)
-      warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP, tOrV(_, _, _, state.index()), tOrO);
+      for (int i = 0; i < size(tSrS); ++i) {
+        tSrP(i) = static_cast<Element>(tSrS(i));
+      }
+      Tensor tOrP =
+          make_tensor(tSrP.data(), acc_as_a_operand(tSrS.layout()));  // ((2, 2, 2), MMA_M, BLK_N/16)
+      warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP, tOrV(_, _, _, state.index()),
+                                                                  tOrO);
       pipeline.consumer_release(state);
       ++state;
     }
     // Plain stores keep the accumulator live; the real epilogue goes through smem + TMA store.
     float* o = params.o + mma_thread * size(tOrO);
     CUTE_UNROLL
-    for (int i = 0; i < size(tOrO); ++i) { o[i] = tOrO(i); }
+    for (int i = 0; i < size(tOrO); ++i) {
+      o[i] = tOrO(i);
+    }
   }
 }
 
@@ -227,8 +244,8 @@ cudaError_t launch(Element const* q, Element const* k, float* o, int seqlen_q, i
   ShapeQKV shape_k{seqlen_k, kHeadDim, 1, 1};
   StrideQKV stride{int64_t(kHeadDim), _1{}, int64_t(seqlen_q) * kHeadDim, int64_t(seqlen_q) * kHeadDim};
   StrideQKV stride_k{int64_t(kHeadDim), _1{}, int64_t(seqlen_k) * kHeadDim, int64_t(seqlen_k) * kHeadDim};
-  Params params{make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(q), shape_q, stride),
-                              SmemLayoutQ{}, TileQ{}, _1{}),
+  Params params{make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(q), shape_q, stride), SmemLayoutQ{},
+                              TileQ{}, _1{}),
                 make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr(k), shape_k, stride_k),
                               take<0, 2>(SmemLayoutK{}), TileK{}, _1{}),
                 shape_q,
@@ -236,8 +253,11 @@ cudaError_t launch(Element const* q, Element const* k, float* o, int seqlen_q, i
                 seqlen_k / kBlockN,
                 o};
   int const smem_bytes = int(sizeof(SharedStorage));
-  cudaError_t err = cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-  if (err != cudaSuccess) { return err; }
+  cudaError_t err =
+      cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (err != cudaSuccess) {
+    return err;
+  }
   probe_kernel<<<1, kThreads, smem_bytes, stream>>>(params);
   return cudaGetLastError();
 }
