@@ -17,7 +17,7 @@ log=$out/ptxas.log
 # -gencode, not -arch=sm_90a: with nvcc 13.0 the shorthand can also run a plain sm_90 pass that
 # rejects wgmma / setmaxnreg (.library/device/HOPPER.md).
 set +e
-nvcc -std=c++17 -O3 --expt-relaxed-constexpr -I"$inc" \
+nvcc -std=c++17 -O3 --expt-relaxed-constexpr -I"$inc" -I"$root/src" -I"$root/include" \
   -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Xptxas -warn-spills -Xptxas -warn-lmem-usage \
   -DNDEBUG ${SM90_PROBE_FLAGS:-} -keep -keep-dir "$out" -c "$root/src/cuda/sm90_probe/tma_gmma_probe.cu" -o "$out/tma_gmma_probe.o" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

@@ -30,6 +30,14 @@
 
 #include <cstdint>
 
+// flashlab's architecture-neutral pieces, fed the wgmma accumulator through a (row, col) view: the
+// probe checks that they compile on sm90 fragments and keep the wgmma batches unserialized.
+#include "cuda/common/dropout.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/softmax.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/common/variant.h"
+
 namespace flashlab::sm90_probe {
 
 using namespace cute;
@@ -100,7 +108,20 @@ struct Params {
   ShapeQKV shape_k;
   int n_blocks;
   float* o;
+  float* lse;
+  flashlab::common::SeqArgs seq;
+  flashlab::common::ScoreArgs score;
+  flashlab::common::DropoutArgs dropout;
 };
+
+// ((2, 2, N/8), MMA_M, MMA_N) wgmma accumulator -> ((2, MMA_M), (2, (N/8, MMA_N))): rows, then
+// columns as (column pair, n8 tiles), the shape common::Dropout::keep_bits and ScoreVariant expect
+// (sm80's rowcol_layout with the n8 tiles inside mode 0 instead of in MMA_N).
+template <class AccLayout>
+CUTE_HOST_DEVICE constexpr auto acc_rowcol(AccLayout const& acc) {
+  return make_layout(make_layout(get<0, 1>(acc), get<1>(acc)),
+                     make_layout(get<0, 0>(acc), make_layout(get<0, 2>(acc), get<2>(acc))));
+}
 
 // The wgmma accumulator of one m64nN atom is ((2, 2, N/8), MMA_M, MMA_N); a 16-bit A operand of one
 // m64n?k16 atom is ((2, 2, 2), MMA_M, MMA_K). Re-grouping pairs of column octets into one k16 slice
@@ -205,6 +226,18 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
     Tensor tOrV = thr_pv.partition_fragment_B(sVt);       // (MMA, MMA_N, MMA_K, STAGES)
     Tensor tOrO = partition_fragment_C(mma_pv, TileQ{});  // ((2, 2, HDIM/8), MMA_M, MMA_N) fp32
     clear(tOrO);
+    Tensor o_rc = make_tensor(tOrO.data(), acc_rowcol(tOrO.layout()));      // (rows, HDIM cols)
+    Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
+    Tensor tScS_acc = thr_qk.partition_C(cS);                               // like the S accumulator
+    Tensor tScS = make_tensor(tScS_acc.data(), acc_rowcol(tScS_acc.layout()));  // (rows, cols) -> (row, col)
+    static_assert(decltype(size<0>(tScS))::value == 2, "two rows per thread per consumer warpgroup");
+    static_assert(decltype(size<1>(tScS))::value == kBlockN / 4, "a quad holds a row");
+
+    flashlab::common::WorkTile tile;
+    tile.set_sequence(params.seq, 0);
+    const flashlab::common::ScoreVariant<kBlockM, kBlockN> variant(params.score, tile);
+    const flashlab::common::Dropout<true> dropout(params.dropout, tile, params.seq.heads_q);
+    flashlab::common::OnlineSoftmax<2> softmax;
 
     smem.barrier_q.wait(0);
     cutlass::PipelineState<kStages> state;
@@ -214,6 +247,10 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
           mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
       warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, state.index()),
                                                                   tSrS);
+      Tensor s = make_tensor(tSrS.data(), acc_rowcol(tSrS.layout()));  // (rows, cols)
+      variant.template before_softmax</*kMask=*/true>(s, tScS, n);
+      softmax.update(s, o_rc, variant.softmax_scale_log2());
+      dropout.apply(s, tScS, 0, n * kBlockN);
       Tensor tSrP = make_tensor_like<Element>(tSrS);  // same register order as S
       CUTE_UNROLL
       for (int i = 0; i < size(tSrS); ++i) {
@@ -225,6 +262,12 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
                                                                   tOrO);
       pipeline.consumer_release(state);
       ++state;
+    }
+    float lse[2];
+    softmax.finalize(o_rc, variant.lse_scale(), dropout.keep_scale(), lse);
+    if (mma_thread % 4 == 0) {
+      params.lse[get<0>(tScS(0, 0))] = lse[0];
+      params.lse[get<0>(tScS(1, 0))] = lse[1];
     }
     // Plain stores keep the accumulator live; the real epilogue goes through smem + TMA store.
     float* o = params.o + mma_thread * size(tOrO);
@@ -238,8 +281,16 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
 // Host side: build the TMA descriptors (host-only CUDA driver call inside make_tma_copy) and
 // launch with a cluster of 1 (a plain launch; cluster dims > 1 would go through
 // cutlass::launch_kernel_on_cluster).
-cudaError_t launch(Element const* q, Element const* k, float* o, int seqlen_q, int seqlen_k,
-                   cudaStream_t stream) {
+cudaError_t launch(Element const* q, Element const* k, float* o, float* lse, int seqlen_q, int seqlen_k,
+                   float softmax_scale, cudaStream_t stream) {
+  flashlab::common::SeqArgs seq;
+  seq.batch = 1;
+  seq.heads_q = 1;
+  seq.seqlen_q = seqlen_q;
+  seq.seqlen_k = seqlen_k;
+  flashlab::common::ScoreArgs score;
+  score.softmax_scale = softmax_scale;
+  flashlab::common::DropoutArgs dropout;
   ShapeQKV shape_q{seqlen_q, kHeadDim, 1, 1};
   ShapeQKV shape_k{seqlen_k, kHeadDim, 1, 1};
   StrideQKV stride{int64_t(kHeadDim), _1{}, int64_t(seqlen_q) * kHeadDim, int64_t(seqlen_q) * kHeadDim};
@@ -251,7 +302,11 @@ cudaError_t launch(Element const* q, Element const* k, float* o, int seqlen_q, i
                 shape_q,
                 shape_k,
                 seqlen_k / kBlockN,
-                o};
+                o,
+                lse,
+                seq,
+                score,
+                dropout};
   int const smem_bytes = int(sizeof(SharedStorage));
   cudaError_t err =
       cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
