@@ -89,7 +89,45 @@ using TmaK = decltype(make_tma_copy(
     make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
     take<0, 2>(SmemLayoutK{}), TileK{}, _1{}));
 
-using PipelineK = cutlass::PipelineTmaAsync<kStages>;
+// cutlass::PipelineTmaAsync with a cluster of 1 makes every consumer thread arrive on the empty
+// barrier (the pinned 4.2 header: is_signaling_thread_ = true when cluster_size == 1, arrival
+// count = num_consumers), which FlashAttention-3 measured as a forward regression. Here thread 0 of
+// each consumer warpgroup arrives once: its warpgroup_wait returned, so the warpgroup's wgmma have
+// read the stage. The base does the rest (waits, producer side); its own barrier init and arrival
+// masks are switched off.
+template <int kStages_>
+class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStages_> {
+  using Base = cutlass::PipelineTmaAsync<kStages_>;
+
+ public:
+  using typename Base::Params;
+  using typename Base::PipelineState;
+  using typename Base::SharedStorage;
+
+  CUTLASS_DEVICE PipelineTmaAsyncWarpgroupRelease(SharedStorage& storage, Params params)
+      : Base(storage, params, Shape<_1, _1, _1>{}, cute::false_type{}, cute::false_type{}),
+        empty_(&storage.empty_barrier_[0]) {
+    if (cutlass::canonical_warp_idx_sync() == params.initializing_warp && cute::elect_one_sync()) {
+      CUTE_UNROLL
+      for (int stage = 0; stage < kStages_; ++stage) {
+        storage.full_barrier_[stage].init(1);  // the producer's arrive_and_expect_tx
+        storage.empty_barrier_[stage].init(params.num_consumers / cutlass::NumThreadsPerWarpGroup);
+      }
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+
+  CUTLASS_DEVICE void consumer_release(PipelineState state) {
+    // The local arrive: the (cta_id, pred) form the base uses maps the address into the cluster
+    // window (mapa + mbarrier.arrive.shared::cluster) even for a cluster of 1.
+    if (threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
+  }
+
+ private:
+  typename Base::EmptyBarrier* empty_;
+};
+
+using PipelineK = PipelineTmaAsyncWarpgroupRelease<kStages>;
 
 constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(size(SmemLayoutQ{}) * sizeof(Element));
 constexpr uint32_t kTmaBytesK = static_cast<uint32_t>(size(take<0, 2>(SmemLayoutK{})) * sizeof(Element));
@@ -186,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
       warp_group_idx == 0 ? PipelineK::ThreadCategory::Producer : PipelineK::ThreadCategory::Consumer;
   pipeline_params.is_leader = thread_in_group == 0;
   pipeline_params.num_consumers = cutlass::NumThreadsPerWarpGroup * kNumMmaWarpGroups;
-  PipelineK pipeline(smem.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
+  PipelineK pipeline(smem.pipeline_k, pipeline_params);
   __syncthreads();  // barrier inits visible to every warp (cluster_sync() once clusters > 1)
 
   Tensor sQ = make_tensor(make_smem_ptr(smem.smem_q.data()), SmemLayoutQ{});    // (BLK_M, HDIM)
