@@ -176,8 +176,10 @@ CUTE_HOST_DEVICE constexpr auto acc_as_a_operand(AccLayout const& acc) {
 // D (+)= A B over the K mode, as one wgmma batch; zero_init overwrites D first (S = Q Kᵀ).
 // kAInRegisters must be said: cute::is_rmem is also true of a tensor of GMMA smem descriptors
 // (found here: the fence then fails to compile on the descriptor iterator).
+// warpgroup_gemm_issue leaves the batch in flight (committed, not waited for): the intra-warpgroup
+// overlap issues Q·K(n+1) and P(n)·V(n) back to back and waits for them one at a time.
 template <bool kZeroInit, bool kAInRegisters, class TiledMma, class TA, class TB, class TC>
-CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) {
+CUTE_DEVICE void warpgroup_gemm_issue(TiledMma& mma, TA const& a, TB const& b, TC& c) {
   if constexpr (kAInRegisters) {
     warpgroup_fence_operand(const_cast<TA&>(a));
   }
@@ -196,6 +198,11 @@ CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) 
 #endif
   }
   warpgroup_commit_batch();
+}
+
+template <bool kZeroInit, bool kAInRegisters, class TiledMma, class TA, class TB, class TC>
+CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) {
+  warpgroup_gemm_issue<kZeroInit, kAInRegisters>(mma, a, b, c);
   warpgroup_wait<0>();
   warpgroup_fence_operand(c);
   if constexpr (kAInRegisters) {
@@ -203,6 +210,42 @@ CUTE_DEVICE void warpgroup_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) 
   }
 }
 
+// OnlineSoftmax::update without the O rescale (the split docs/design/sm90-forward.md §4 proposes
+// for common/softmax.h): with P(n)·V(n) in flight, O may be touched only after its wait.
+template <int kRows, class TensorS>
+CUTE_DEVICE void softmax_stats(flashlab::common::OnlineSoftmax<kRows>& sm, TensorS& s, float scale_log2,
+                               float (&alpha)[kRows]) {
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    float m = sm.row_max[r];
+    CUTE_UNROLL
+    for (int c = 0; c < size<1>(s); ++c) m = fmaxf(m, s(r, c));
+    m = flashlab::common::quad_max(m);
+    const float m_scaled = m == -INFINITY ? 0.0f : m * scale_log2;
+    alpha[r] = flashlab::common::fast_exp2(sm.row_max[r] * scale_log2 - m_scaled);
+    sm.row_max[r] = m;
+    float sum = 0.0f;
+    CUTE_UNROLL
+    for (int c = 0; c < size<1>(s); ++c) {
+      s(r, c) = flashlab::common::fast_exp2(fmaf(s(r, c), scale_log2, -m_scaled));
+      sum += s(r, c);
+    }
+    sm.row_sum[r] = sm.row_sum[r] * alpha[r] + sum;
+  }
+}
+template <int kRows, class TensorO>
+CUTE_DEVICE void rescale(TensorO& o, float const (&alpha)[kRows]) {
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    CUTE_UNROLL
+    for (int c = 0; c < size<1>(o); ++c) o(r, c) *= alpha[r];
+  }
+}
+
+// kOverlap = false: FA3's ablation stages 1-3 (each GEMM waited for at once).
+// kOverlap = true: stage 4, the intra-warpgroup overlap: Q·K(n+1) and P(n)·V(n) in flight together,
+// the softmax of n+1 between their waits, O rescaled after P(n)·V(n) retired.
+template <bool kOverlap>
 __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT Params const params) {
   extern __shared__ __align__(1024) char smem_raw[];
   SharedStorage& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -279,27 +322,65 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
 
     smem.barrier_q.wait(0);
     cutlass::PipelineState<kStages> state;
-    for (int n = 0; n < params.n_blocks; ++n) {
+    // P as the RS A operand: the registers of a 16-bit copy of S, re-viewed (no data movement).
+    Tensor tSrS =
+        partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
+    Tensor s = make_tensor(tSrS.data(), acc_rowcol(tSrS.layout()));         // (rows, cols)
+    Tensor tSrP = make_tensor_like<Element>(tSrS);                          // same register order as S
+    Tensor tOrP = make_tensor(tSrP.data(), acc_as_a_operand(tSrS.layout()));  // ((2, 2, 2), MMA_M, BLK_N/16)
+    auto convert_p = [&]() {
+      CUTE_UNROLL
+      for (int i = 0; i < size(tSrS); ++i) tSrP(i) = static_cast<Element>(tSrS(i));
+    };
+    if constexpr (!kOverlap) {
+      for (int n = 0; n < params.n_blocks; ++n) {
+        pipeline.consumer_wait(state);
+        warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ,
+                                                                    tSrK(_, _, _, state.index()), tSrS);
+        variant.template before_softmax</*kMask=*/true>(s, tScS, n);
+        softmax.update(s, o_rc, variant.softmax_scale_log2());
+        dropout.apply(s, tScS, 0, n * kBlockN);
+        convert_p();
+        warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP,
+                                                                    tOrV(_, _, _, state.index()), tOrO);
+        pipeline.consumer_release(state);
+        ++state;
+      }
+    } else if (params.n_blocks > 0) {
+      // Block 0 alone (peeled), then each iteration overlaps S(n) with P(n-1)·V(n-1).
       pipeline.consumer_wait(state);
-      Tensor tSrS = partition_fragment_C(
-          mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), MMA_M, MMA_N)
       warpgroup_gemm</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, state.index()),
                                                                   tSrS);
-      Tensor s = make_tensor(tSrS.data(), acc_rowcol(tSrS.layout()));  // (rows, cols)
-      variant.template before_softmax</*kMask=*/true>(s, tScS, n);
-      softmax.update(s, o_rc, variant.softmax_scale_log2());
-      dropout.apply(s, tScS, 0, n * kBlockN);
-      Tensor tSrP = make_tensor_like<Element>(tSrS);  // same register order as S
-      CUTE_UNROLL
-      for (int i = 0; i < size(tSrS); ++i) {
-        tSrP(i) = static_cast<Element>(tSrS(i));
-      }
-      Tensor tOrP =
-          make_tensor(tSrP.data(), acc_as_a_operand(tSrS.layout()));  // ((2, 2, 2), MMA_M, BLK_N/16)
-      warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP, tOrV(_, _, _, state.index()),
-                                                                  tOrO);
-      pipeline.consumer_release(state);
+      variant.template before_softmax</*kMask=*/true>(s, tScS, 0);
+      float alpha[2];
+      softmax_stats(softmax, s, variant.softmax_scale_log2(), alpha);  // O is 0: no rescale
+      dropout.apply(s, tScS, 0, 0);
+      convert_p();
+      cutlass::PipelineState<kStages> prev = state;
       ++state;
+      for (int n = 1; n < params.n_blocks; ++n) {
+        pipeline.consumer_wait(state);
+        warpgroup_gemm_issue</*kZeroInit=*/true, /*kAInRegisters=*/false>(mma_qk, tSrQ,
+                                                                          tSrK(_, _, _, state.index()), tSrS);
+        warpgroup_gemm_issue</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP,
+                                                                          tOrV(_, _, _, prev.index()), tOrO);
+        warpgroup_wait<1>();  // Q·K(n) done; P(n-1)·V(n-1) may still run
+        warpgroup_fence_operand(tSrS);
+        variant.template before_softmax</*kMask=*/true>(s, tScS, n);
+        softmax_stats(softmax, s, variant.softmax_scale_log2(), alpha);
+        dropout.apply(s, tScS, 0, n * kBlockN);
+        warpgroup_wait<0>();  // P(n-1)·V(n-1) done: O and P's registers are ours again
+        warpgroup_fence_operand(tOrO);
+        warpgroup_fence_operand(tOrP);
+        pipeline.consumer_release(prev);
+        rescale(o_rc, alpha);
+        convert_p();
+        prev = state;
+        ++state;
+      }
+      warpgroup_gemm</*kZeroInit=*/false, /*kAInRegisters=*/true>(mma_pv, tOrP, tOrV(_, _, _, prev.index()),
+                                                                  tOrO);
+      pipeline.consumer_release(prev);
     }
     float lse[2];
     softmax.finalize(o_rc, variant.lse_scale(), dropout.keep_scale(), lse);
@@ -319,6 +400,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(CUTE_GRID_CONSTANT P
 // Host side: build the TMA descriptors (host-only CUDA driver call inside make_tma_copy) and
 // launch with a cluster of 1 (a plain launch; cluster dims > 1 would go through
 // cutlass::launch_kernel_on_cluster).
+template <bool kOverlap>
 cudaError_t launch(Element const* q, Element const* k, float* o, float* lse, int seqlen_q, int seqlen_k,
                    float softmax_scale, cudaStream_t stream) {
   flashlab::common::SeqArgs seq;
@@ -347,12 +429,18 @@ cudaError_t launch(Element const* q, Element const* k, float* o, float* lse, int
                 dropout};
   int const smem_bytes = int(sizeof(SharedStorage));
   cudaError_t err =
-      cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+      cudaFuncSetAttribute(probe_kernel<kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   if (err != cudaSuccess) {
     return err;
   }
-  probe_kernel<<<1, kThreads, smem_bytes, stream>>>(params);
+  probe_kernel<kOverlap><<<1, kThreads, smem_bytes, stream>>>(params);
   return cudaGetLastError();
 }
+
+// Both kernels, so that one nvcc run reports ptxas's verdict on each.
+template cudaError_t launch<false>(Element const*, Element const*, float*, float*, int, int, float,
+                                   cudaStream_t);
+template cudaError_t launch<true>(Element const*, Element const*, float*, float*, int, int, float,
+                                  cudaStream_t);
 
 }  // namespace flashlab::sm90_probe
