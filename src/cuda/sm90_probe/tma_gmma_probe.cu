@@ -6,14 +6,18 @@
 // What it proves compiles, with the pinned CUTLASS/CuTe headers, in the shape the real kernel uses:
 //   - a TMA load (SM90_TMA_LOAD) of a (128, 128) bf16 tile of Q from a 4-D (seqlen, d, head, batch)
 //     tensor, completing on a ClusterTransactionBarrier, and K/V tiles streamed through a 2-stage
-//     cutlass::PipelineTmaAsync (cluster size 1);
+//     cutlass::PipelineTmaAsync (cluster size 1), released once per consumer warpgroup;
 //   - one producer warpgroup (setmaxnreg.dec to 24) and two consumer warpgroups (setmaxnreg.inc to
 //     240), FA3's split for two MMA warpgroups;
 //   - S = Q Kᵀ as SS wgmma (64x128x16 per warpgroup, both operands from smem descriptors), then
 //     O += P V as RS wgmma (P from registers, re-viewed from the S accumulator; V read transposed
-//     from the same K-major smem buffer, so B is MN-major).
-// The numbers it computes are meaningless (P is S cast to bf16, V aliases K): only ptxas's report
-// matters. It never runs.
+//     from the same K-major smem buffer, so B is MN-major);
+//   - between them flashlab's common ScoreVariant (mask), OnlineSoftmax and Dropout<true> on a
+//     (row, col) view of the wgmma accumulator;
+//   - two kernels: probe_kernel<false> waits for each GEMM (FA3's ablation stages 1-3),
+//     probe_kernel<true> overlaps Q·K(n) with P(n-1)·V(n-1) (stage 4).
+// The numbers it computes are meaningless (V aliases K, nothing is checked): only ptxas's report
+// matters. It never ran; on a GPU, give it a main that checks one tile against the CPU first.
 // cute/tensor.hpp first: included after the CUTLASS headers, cute/algorithm/copy.hpp fails to
 // compile (nvcc 13.0, CUTLASS 4.2: "copy_if has already been declared").
 #include <cute/tensor.hpp>
