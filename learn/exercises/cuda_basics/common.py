@@ -1,7 +1,7 @@
 """Helpers of the cuda_basics checks: launch on the simulator, and the ideal sector counts."""
 
 import numpy as np
-from grading import Fail
+from grading import Fail, equal, randn
 
 from cuda_basics import sim
 
@@ -35,3 +35,28 @@ def at_most(check, got, ideal, what):
         raise Fail(check, f"{what}: {got} global-memory sectors, a coalesced kernel touches {ideal} "
                           f"({got / ideal:.1f}x): consecutive threads (threadIdx.x) should touch "
                           "consecutive addresses")
+
+
+def _transpose_ideal(rows, cols):
+    """Sectors of the coalesced reads of a and writes of out (one warp = one row of a tile)."""
+    t = threads((-(-cols // 32), -(-rows // 32)), (32, 32))
+    r, c = t["by"] * 32 + t["ty"], t["bx"] * 32 + t["tx"]
+    ok = (r < rows) & (c < cols)
+    rd = sectors(t["warp"][ok], (r * cols + c)[ok], 4)
+    r, c = t["bx"] * 32 + t["ty"], t["by"] * 32 + t["tx"]
+    ok = (r < cols) & (c < rows)
+    return rd, sectors(t["warp"][ok], (r * rows + c)[ok], 4)
+
+
+def run_transpose(mod, rng, rows, cols):
+    name = f"{rows} x {cols}"
+    a = randn(rng, rows, cols).astype(np.float32)
+    out = np.full((cols, rows), np.nan, np.float32)
+    st = launch(name, mod.transpose, (-(-cols // 32), -(-rows // 32)), (32, 32), a, out, rows, cols)
+    equal(name, out, a.T, what="out")
+    rd, wr = _transpose_ideal(rows, cols)
+    at_most(name, st.sectors("load", "a"), rd, "reads of a")
+    at_most(name, st.sectors("store", "out"), wr, "writes of out")
+    if st.max_way() == 0:
+        raise Fail(name, "no shared memory used: stage the tile in ctx.shared")
+    return name, st
