@@ -18,9 +18,11 @@ The model (simple on purpose):
 * Blocks run one after another. In a block, threads are grouped in warps of 32 consecutive tids.
   Warp 0 runs until all its threads wait at a barrier or have returned, then warp 1, and so on;
   when every live thread waits, the barrier opens and the round repeats.
-* Inside a warp, threads run in LOCKSTEP: one step advances every running thread of the warp to its
-  next request. The requests of one step that have the same kind and array form ONE warp
-  instruction (lanes that diverged onto another kind of request form another instruction).
+* Inside a warp, threads run in LOCKSTEP (SIMT): each running thread stops at its next request;
+  the lanes that are furthest behind in the code (lowest position in the kernel's bytecode) run
+  their requests together as one step, the others wait. So after an `if` the lanes reconverge, and
+  a shuffle is executed by all the lanes that reach it together. The requests of one step with the
+  same kind and array form ONE warp instruction.
 * Cost of a warp instruction on global memory: the number of distinct 32-byte sectors it touches
   (arrays start sector-aligned). On shared memory: the bank-conflict degree n (n-way), 32 banks of
   4 bytes; n = the largest number of DISTINCT 4-byte words that fall in one bank (the same word
@@ -239,6 +241,15 @@ def _shuffle(group, stats):
     return out
 
 
+def _site(g):
+    """Where a suspended thread is in the code (bytecode offsets, through `yield from`)."""
+    key = []
+    while inspect.isgenerator(g) and g.gi_frame is not None:
+        key.append(g.gi_frame.f_lasti)
+        g = g.gi_yieldfrom
+    return tuple(key)
+
+
 def _run_block(kernel, bid, gdim, bdim, args, names, stats):
     n = bdim.x * bdim.y * bdim.z
     block = _Block(stats)
@@ -246,42 +257,43 @@ def _run_block(kernel, bid, gdim, bdim, args, names, stats):
     gens = [kernel(c, *args) for c in ctxs]
     if not inspect.isgenerator(gens[0]):
         raise SimError("the kernel must be a generator function: its memory accesses are `yield ctx.load(...)`")
-    state, send = ["run"] * n, [None] * n
+    state, send, pend = ["run"] * n, [None] * n, [None] * n
     warps = [range(w, min(n, w + WARP)) for w in range(0, n, WARP)]
+
+    def advance(t):  # run thread t up to its next request
+        try:
+            r = gens[t].send(send[t])
+        except StopIteration:
+            state[t] = "done"
+            if ctxs[t]._made != ctxs[t]._yielded:
+                raise SimError(f"thread {t}: a ctx request was made without `yield` (it did nothing)")
+            return
+        if not isinstance(r, Req):
+            raise SimError(f"thread {t} yielded {r!r}; yield only ctx.load/store/... requests")
+        ctxs[t]._yielded += 1
+        pend[t] = r
+        if r.op == "syncthreads":
+            state[t] = "sync"
+
     while True:
         for warp in warps:
             while True:
-                step = []
                 for t in warp:
-                    if state[t] != "run":
-                        continue
-                    try:
-                        r = gens[t].send(send[t])
-                    except StopIteration:
-                        state[t] = "done"
-                        if ctxs[t]._made != ctxs[t]._yielded:
-                            raise SimError(f"thread {t}: a ctx request was made without `yield` (it did nothing)")
-                        continue
-                    if not isinstance(r, Req):
-                        raise SimError(f"thread {t} yielded {r!r}; yield only ctx.load/store/... requests")
-                    ctxs[t]._yielded += 1
-                    step.append((t, r))
-                if not step:
+                    if state[t] == "run" and pend[t] is None:
+                        advance(t)
+                ready = [t for t in warp if state[t] == "run"]
+                if not ready:
                     break
+                sites = {t: _site(gens[t]) for t in ready}
+                first = min(sites.values())  # the lanes furthest behind in the code go first
                 groups = {}
-                for t, r in step:
-                    groups.setdefault((r.op, id(r.arr)), []).append((t, r))
+                for t in ready:
+                    if sites[t] == first:
+                        groups.setdefault((pend[t].op, id(pend[t].arr)), []).append((t, pend[t]))
                 for (op, _), g in groups.items():
-                    if op == "syncthreads":
-                        res = [None] * len(g)
-                        for t, _ in g:
-                            state[t] = "sync"
-                    elif op.startswith("shfl"):
-                        res = _shuffle(g, stats)
-                    else:
-                        res = _memory(g, block, names, stats)
+                    res = _shuffle(g, stats) if op.startswith("shfl") else _memory(g, block, names, stats)
                     for (t, _), v in zip(g, res):
-                        send[t] = v
+                        send[t], pend[t] = v, None
         waiting = [t for t in range(n) if state[t] == "sync"]
         if not waiting:
             return
@@ -292,7 +304,7 @@ def _run_block(kernel, bid, gdim, bdim, args, names, stats):
         stats.barriers += 1
         block.log.clear()
         for t in waiting:
-            state[t] = "run"
+            state[t], send[t], pend[t] = "run", None, None
 
 
 def launch(kernel, grid, block, *args):
