@@ -8,7 +8,7 @@ def blocks_per_sm(regs, threads, smem):
     by_threads = 64 // warps
     regs_per_warp = -(-regs * 32 // 256) * 256
     by_regs = (65536 // regs_per_warp) // warps if regs > 0 else 32
-    by_smem = 233472 // (-(-(smem + 0) or 128 // 128) * 128)
+    by_smem = 233472 // max(128, -(-smem // 128) * 128)
     return min(by_threads, by_regs, by_smem, 32)
 
 
