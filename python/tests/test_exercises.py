@@ -103,3 +103,13 @@ def test_gpu_exercise_without_gpu(tmp_path):
     assert check.grade(spec, mod, "t/gpu", 1, False) == ("skip", "needs a GPU")
     spec.check_cpu = cpu_path
     assert check.grade(spec, mod, "t/gpu", 1, False) == ("fail", ("cpu path", "f() must return 2"))
+
+
+def test_cuda_basics_topic():
+    """The CUDA-basics track: at least 15 exercises, each with a mutant, none needing a GPU."""
+    check, _ = _checker()
+    exs = [f for t, _, f in check.discover() if t == "cuda_basics"]
+    assert len(exs) >= 15
+    for folder in exs:
+        assert list((folder / "mutants").glob("*.py")), folder.name
+        assert "NEEDS_GPU = False" in (folder / "check.py").read_text(), folder.name
