@@ -177,3 +177,18 @@ def test_uninitialized_shared_is_nan_and_2d_indices():
     out = np.zeros((8, 16), np.float32)
     st = sim.launch(k, (2, 2), (8, 4), out)
     assert np.isnan(out).all() and st.smem_bytes == 4 * 8 * 4
+
+
+def test_lanes_reconverge_after_a_branch():
+    """Lanes that skipped a load wait for the others: the shuffle and the store run as one instruction."""
+    def k(ctx, x, out, n):
+        i = ctx.tid
+        v = (yield ctx.load(x, i)) if i < n else 0.0
+        for m in (16, 8, 4, 2, 1):
+            v += yield ctx.shfl_xor(v, m)
+        yield ctx.store(out, i, v)
+    x, out = np.arange(5, dtype=np.float64), np.zeros(32)
+    st = sim.launch(k, 1, 32, x, out, 5)
+    assert (out == 10).all()
+    assert st.requests("global", "store") == 1 and st.sectors("store") == 8
+    assert st.requests("warp", "shfl_xor") == 5
