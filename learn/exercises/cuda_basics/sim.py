@@ -13,6 +13,7 @@ access, barrier and shuffle is a request that the thread YIELDS to the simulator
 
 ctx.threadIdx / blockIdx / blockDim / gridDim have .x .y .z; ctx.tid is the linear thread index in
 the block (x fastest), ctx.lane = tid % 32, ctx.warp = tid // 32. Arithmetic is plain Python/NumPy.
+A helper that itself yields requests is a generator too: call it with `yield from helper(...)`.
 
 The model (simple on purpose):
 * Blocks run one after another. In a block, threads are grouped in warps of 32 consecutive tids.
