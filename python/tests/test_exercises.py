@@ -130,3 +130,12 @@ def test_question_answers_normalized(tmp_path):
     assert grade({**sol, "q1": None})[0] == "todo"
     status, (which, message) = grade({**sol, "q3": sol["q3"] + 1})
     assert status == "fail" and which == "q3" and str(sol["q3"]) not in message
+
+def test_cuda_basics_topic():
+    """The CUDA-basics track: at least 15 exercises, each with a mutant, none needing a GPU."""
+    check, _ = _checker()
+    exs = [f for t, _, f in check.discover() if t == "cuda_basics"]
+    assert len(exs) >= 15
+    for folder in exs:
+        assert list((folder / "mutants").glob("*.py")), folder.name
+        assert "NEEDS_GPU = False" in (folder / "check.py").read_text(), folder.name

@@ -1,0 +1,20 @@
+"""Mutant: a plain read-modify-write on the shared count (lost updates, a race)."""
+
+import numpy as np
+
+
+def histogram(ctx, v, hist, n, bins):
+    h = ctx.shared("h", (bins,), np.int64)
+    t, B = ctx.threadIdx.x, ctx.blockDim.x
+    for b in range(t, bins, B):
+        yield ctx.store(h, b, 0)
+    yield ctx.syncthreads()
+    i = ctx.blockIdx.x * B + t
+    if i < n:
+        b = yield ctx.load(v, i)
+        c = yield ctx.load(h, b)
+        yield ctx.store(h, b, c + 1)
+    yield ctx.syncthreads()
+    for b in range(t, bins, B):
+        c = yield ctx.load(h, b)
+        yield ctx.atomic_add(hist, b, c)

@@ -1,0 +1,9 @@
+"""Solution for cuda_basics/vector_add (the task is in stub.py)."""
+
+
+def add(ctx, a, b, c, n):
+    i = ctx.blockIdx.x * ctx.blockDim.x + ctx.threadIdx.x
+    if i < n:
+        ai = yield ctx.load(a, i)
+        bi = yield ctx.load(b, i)
+        yield ctx.store(c, i, ai + bi)
