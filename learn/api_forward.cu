@@ -38,6 +38,7 @@ Status learn_supports(int version, const AttentionConfig& c, bool backward) {
   if (c.dropout_p > 0.0f) return refuse(version, "dropout");
   if (c.softcap > 0.0f) return refuse(version, "softcap");
   if (c.alibi_slopes != nullptr) return refuse(version, "alibi");
+  if (c.sink_logits != nullptr) return refuse(version, "sink_logits (attention sinks)");
   if (c.window_left >= 0 || (!c.causal && c.window_right >= 0)) return refuse(version, "sliding window");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) return refuse(version, "varlen (cu_seqlens)");
   if (c.causal && c.causal_align == CausalAlign::kTopLeft && c.seqlen_q != c.seqlen_k)

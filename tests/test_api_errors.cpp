@@ -136,6 +136,30 @@ TEST(ApiErrors, Pointers) {
   expect_bwd_error([](BwdParams& p, Problem&) { p.batch = 0; }, kInvalid, "batch (0)");
 }
 
+TEST(ApiErrors, Sinks) {
+  static const float bad[4] = {0.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.0f};
+  static const float plus_inf[4] = {0.0f, 0.0f, 0.0f, std::numeric_limits<float>::infinity()};
+  expect_fwd_error([](FwdParams& p, Problem&) { p.sink_logits = bad; }, kInvalid, "sink_logits[1] (nan) must be finite or -inf");
+  expect_fwd_error([](FwdParams& p, Problem&) { p.sink_logits = plus_inf; }, kInvalid, "sink_logits[3] (inf)");
+  expect_bwd_error([](BwdParams& p, Problem&) { p.sink_logits = bad; }, kInvalid, "sink_logits[1]");
+  static float dsink[4];
+  expect_bwd_error([](BwdParams& p, Problem&) { p.dsink = dsink; }, kInvalid,
+                   "dsink is set but sink_logits is null");
+  // -inf turns a head's sink off; dsink is optional.
+  ProblemSpec s = small_spec();
+  s.sinks = true;
+  Problem pb(s);
+  pb.sink_logits[2] = -std::numeric_limits<float>::infinity();
+  for (Impl impl : {Impl::kReference, Impl::kCpuFlash}) {
+    ASSERT_TRUE(attention_forward(pb.fwd_params(impl)).ok());
+    BwdParams b = pb.bwd_params(impl);
+    EXPECT_TRUE(attention_backward(b).ok());
+    EXPECT_EQ(pb.dsink[2], 0.0f) << "a sink of -inf has no gradient";
+    b.dsink = nullptr;
+    EXPECT_TRUE(attention_backward(b).ok());
+  }
+}
+
 TEST(ApiErrors, Alignment) {
   expect_fwd_error([](FwdParams& p, Problem&) { p.q.ptr = static_cast<const char*>(p.q.ptr) + 2; }, kInvalid,
                    "q is not aligned to its element size (4 bytes)");

@@ -281,4 +281,139 @@ TEST(CoreDropout, ExpectationIsTheUndroppedOutput) {
     }
 }
 
+// =============================================================================================
+// Core: attention sinks
+// =============================================================================================
+
+// The loss L = Σ dout ∘ out with head h's sink logit moved by `delta` (in float64: the float
+// sink_logits of the config cannot carry a finite-difference step).
+double sink_loss(const AttentionConfig& c, int64_t b, const Dense& x, int64_t head, double delta) {
+  const int64_t group = x.hq / x.hk;
+  Vec S(x.sq * x.sk), P(x.sq * x.sk), out(x.sq * x.d);
+  double L = 0.0;
+  for (int64_t h = 0; h < x.hq; ++h) {
+    ref::CoreProblem pb = ref::core_problem(c, b, h, x.sq, x.sk);
+    if (h == head) pb.sink += delta;
+    const int64_t g = h / group;
+    ref::core_forward(pb, &x.q[h * x.sq * x.d], &x.k[g * x.sk * x.d], &x.v[g * x.sk * x.d], S.data(), P.data(),
+                      out.data(), nullptr);
+    for (int64_t e = 0; e < x.sq * x.d; ++e) L += x.dout[h * x.sq * x.d + e] * out[e];
+  }
+  return L;
+}
+
+// dL/dsink of every query head (core_dsink on core_forward's exact out and LSE).
+Vec dense_dsink(const AttentionConfig& c, int64_t b, const Dense& x) {
+  const int64_t group = x.hq / x.hk;
+  Vec S(x.sq * x.sk), P(x.sq * x.sk), out(x.sq * x.d), lse(x.sq), ds(x.hq);
+  for (int64_t h = 0; h < x.hq; ++h) {
+    const ref::CoreProblem pb = ref::core_problem(c, b, h, x.sq, x.sk);
+    const int64_t g = h / group;
+    ref::core_forward(pb, &x.q[h * x.sq * x.d], &x.k[g * x.sk * x.d], &x.v[g * x.sk * x.d], S.data(), P.data(),
+                      out.data(), lse.data());
+    ds[h] = ref::core_dsink(pb, out.data(), &x.dout[h * x.sq * x.d], lse.data());
+  }
+  return ds;
+}
+
+// HandComputedTwoByThree with a sink s: one more exp(s) in each row's denominator, nothing more
+// in the numerator.
+TEST(CoreSinks, HandComputedTwoByThree) {
+  Dense x{1, 1, 2, 3, 2, {1, 0, 0, 1}, {1, 0, 0, 1, 1, 1}, {1, 2, 3, 4, 5, 6}, {0, 0, 0, 0}};
+  AttentionConfig c = config(1, 1, 2, 1.0);
+  const float sink[1] = {0.7f};
+  c.sink_logits = sink;
+  Vec out, lse;
+  dense_forward(c, 0, x, &out, &lse);
+  const double e = std::exp(1.0), z = 2 * e + 1 + std::exp(double(0.7f));
+  const double want[4] = {(6 * e + 3) / z, (8 * e + 4) / z, (8 * e + 1) / z, (10 * e + 2) / z};
+  for (int t = 0; t < 4; ++t) EXPECT_NEAR(out[t], want[t], 1e-15 * std::fabs(want[t]));
+  EXPECT_NEAR(lse[0], std::log(z), 1e-15);
+  EXPECT_NEAR(lse[1], std::log(z), 1e-15);
+  // One key only: P = e^s0 / (e^s0 + e^sink) and out = P · v (the sink's mass goes nowhere).
+  Dense y{1, 1, 1, 1, 2, {1, 2}, {0.5, 0.25}, {3, -4}, {0, 0}};
+  dense_forward(c, 0, y, &out, &lse);
+  const double s0 = 1.0, p0 = std::exp(s0) / (std::exp(s0) + std::exp(double(0.7f)));
+  EXPECT_NEAR(out[0], 3 * p0, 1e-15);
+  EXPECT_NEAR(out[1], -4 * p0, 1e-15);
+  EXPECT_NEAR(lse[0], std::log(std::exp(s0) + std::exp(double(0.7f))), 1e-15);
+}
+
+// A row that sees no key keeps its sink: out = 0, LSE = sink, no gradient; a sink of -inf is none.
+TEST(CoreSinks, MaskedRowsAndMinusInfinity) {
+  AttentionConfig c = config(2, 1, 3, 0.8);
+  c.causal = true;  // sq 4 > sk 2, bottom-right: rows 0 and 1 see no key
+  const float sinks[2] = {-0.4f, -std::numeric_limits<float>::infinity()};
+  c.sink_logits = sinks;
+  const Dense x = random_dense(2, 1, 4, 2, 3, 11);
+  Vec out, lse;
+  dense_forward(c, 0, x, &out, &lse);
+  AttentionConfig plain = c;
+  plain.sink_logits = nullptr;
+  Vec out0, lse0;
+  dense_forward(plain, 0, x, &out0, &lse0);
+  for (int64_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(lse[i], double(sinks[0])) << "row " << i;
+    for (int64_t d = 0; d < 3; ++d) EXPECT_EQ(out[i * 3 + d], 0.0);
+  }
+  for (int64_t i = 2; i < 4; ++i) EXPECT_GT(lse[i], double(sinks[0]));
+  for (int64_t e = 0; e < 4 * 3; ++e) EXPECT_EQ(out[4 * 3 + e], out0[4 * 3 + e]) << "head 1: sink -inf = none";
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(lse[4 + i], lse0[4 + i]);
+  Vec dq, dk, dv;
+  dense_grads(c, 0, x, &dq, &dk, &dv);
+  for (int64_t d = 0; d < 2 * 3; ++d) EXPECT_EQ(dq[d], 0.0);
+  const Vec ds = dense_dsink(c, 0, x);
+  EXPECT_NE(ds[0], 0.0);
+  EXPECT_EQ(ds[1], 0.0);
+}
+
+// dq, dk, dv with sinks and dL/dsink against central differences, over masks (with fully masked
+// rows), softcap, ALiBi, dropout and GQA.
+TEST(CoreSinks, MatchFiniteDifferences) {
+  const double h = 1e-5;
+  int n = 0;
+  double worst = 0;
+  for (int causal = 0; causal < 3; ++causal)
+    for (int win = 0; win < 2; ++win)
+      for (int extra = 0; extra < 2; ++extra)
+        for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 7}, {7, 3}}) {
+          AttentionConfig c = config(4, 2, 4, 0.7);
+          c.causal = causal > 0;
+          c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
+          c.window_left = win == 1 ? 1 : -1;
+          const float slopes[4] = {0.3f, 0.15f, 0.6f, 0.05f};
+          if (extra) c.softcap = 1.5f, c.alibi_slopes = slopes, c.dropout_p = 0.3f, c.dropout_seed = 77 + n;
+          const float sinks[4] = {0.3f, -1.2f, 2.5f, 0.0f};
+          c.sink_logits = sinks;
+          Dense x = random_dense(4, 2, sq, sk, 4, 900 + n++);
+          Vec dq, dk, dv;
+          dense_grads(c, 1, x, &dq, &dk, &dv);
+          Vec* params[3] = {&x.q, &x.k, &x.v};
+          const Vec* grads[3] = {&dq, &dk, &dv};
+          for (int t = 0; t < 3; ++t) {
+            Vec fd(params[t]->size());
+            for (size_t e = 0; e < fd.size(); ++e) {
+              const double x0 = (*params[t])[e];
+              (*params[t])[e] = x0 + h;
+              const double lp = dense_loss(c, 1, x);
+              (*params[t])[e] = x0 - h;
+              const double lm = dense_loss(c, 1, x);
+              (*params[t])[e] = x0;
+              fd[e] = (lp - lm) / (2 * h);
+            }
+            const double err = rel_l2(*grads[t], fd);
+            worst = std::max(worst, err);
+            EXPECT_LT(err, 1e-6) << "case " << n << " tensor " << "qkv"[t];
+          }
+          const Vec ds = dense_dsink(c, 1, x);
+          Vec fd(4);
+          for (int64_t hd = 0; hd < 4; ++hd)
+            fd[hd] = (sink_loss(c, 1, x, hd, h) - sink_loss(c, 1, x, hd, -h)) / (2 * h);
+          const double err = rel_l2(ds, fd);
+          worst = std::max(worst, err);
+          EXPECT_LT(err, 1e-6) << "case " << n << " dsink " << ds[0] << " fd " << fd[0];
+        }
+  std::printf("  [finite differences, sinks] %d cases, worst relative L2 error %.2e\n", n, worst);
+}
+
 }  // namespace

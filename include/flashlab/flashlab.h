@@ -6,7 +6,7 @@
 //
 // Every call validates its arguments first; on error it returns a Status naming the argument and
 // the rule broken and writes no output. LSE is in natural log; a query row that sees no key gets
-// output 0 and LSE -inf (its gradients are 0).
+// output 0 and LSE -inf (its gradients are 0), or LSE = its head's sink logit with sink_logits.
 #pragma once
 
 #include <cstdint>

@@ -86,6 +86,12 @@ struct AttentionConfig {
   // slopes per batch entry; alibi_batch_stride = 0 shares one set of slopes across the batch.
   const float* alibi_slopes = nullptr;
   int64_t alibi_batch_stride = 0;
+  // Attention sinks (gpt-oss, FA3's "learnable sink"): fp32, heads_q logits, one per query head,
+  // on `device`; null = off. The sink of head h joins every row's softmax denominator with no value:
+  //   LSE_i = log(exp(sink_h) + Σ_j exp(s_ij)),  P_ij = exp(s_ij − LSE_i),  out_i = Σ_j P_ij v_j,
+  // in the units of the final (scaled, softcapped, ALiBi'd) scores s. A row that sees no key gets
+  // out = 0 and LSE = sink_h; a sink of −inf is the same as none. (docs/algorithm.md, "Sinks")
+  const float* sink_logits = nullptr;
 
   // --- mask
   bool causal = false;
@@ -128,6 +134,9 @@ struct BwdParams : AttentionConfig {
   int64_t lse_head_stride = 0;
   MutTensorRef dq, dk, dv;
   bool deterministic = false;  // no atomics whose order changes the result
+  // With sink_logits: heads_q fp32 gradients dL/dsink_h = −Σ_{b,i} exp(sink_h − LSE_i) · D_i,
+  // D_i = rowsum(dout_i ∘ out_i); written (not accumulated). Optional: null = not computed.
+  float* dsink = nullptr;
 };
 
 // Strides of a contiguous (batch, seqlen, heads, head_dim) tensor.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "api/device.h"
@@ -129,6 +130,14 @@ Status validate_config(const AttentionConfig& c) {
   if (c.workspace_bytes < 0) return invalid(cat("workspace_bytes (", c.workspace_bytes, ") must be >= 0"));
 
   if (c.alibi_slopes) FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.alibi_slopes, c.device, "alibi_slopes"));
+  if (c.sink_logits) {
+    FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.sink_logits, c.device, "sink_logits"));
+    // Host values are readable here: NaN and +inf would poison every row (−inf turns a head's sink off).
+    if (c.device == Device::kCPU)
+      for (int64_t h = 0; h < c.heads_q; ++h)
+        if (std::isnan(c.sink_logits[h]) || c.sink_logits[h] == std::numeric_limits<float>::infinity())
+          return invalid(cat("sink_logits[", h, "] (", c.sink_logits[h], ") must be finite or -inf"));
+  }
   if (varlen) {
     FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.cu_seqlens_q, c.device, "cu_seqlens_q"));
     FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.cu_seqlens_k, c.device, "cu_seqlens_k"));
@@ -223,6 +232,10 @@ Status validate_backward_generic(const BwdParams& p) {
   FLASHLAB_RETURN_IF_ERROR(check_out_like("dq", p.dq, p, e, true));
   FLASHLAB_RETURN_IF_ERROR(check_out_like("dk", p.dk, p, e, false));
   FLASHLAB_RETURN_IF_ERROR(check_out_like("dv", p.dv, p, e, false));
+  if (p.dsink != nullptr) {
+    if (p.sink_logits == nullptr) return invalid("dsink is set but sink_logits is null: there is no sink to differentiate");
+    FLASHLAB_RETURN_IF_ERROR(check_pointer_device(p.dsink, p.device, "dsink"));
+  }
   const void* outs[3] = {p.dq.ptr, p.dk.ptr, p.dv.ptr};
   const char* names[3] = {"dq", "dk", "dv"};
   for (int a = 0; a < 3; ++a)

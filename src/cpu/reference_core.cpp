@@ -44,6 +44,7 @@ CoreProblem core_problem(const AttentionConfig& c, int64_t b, int64_t h, int64_t
   pb.scale = static_cast<double>(c.softmax_scale);
   pb.softcap = c.softcap > 0.0f ? static_cast<double>(c.softcap) : 0.0;
   pb.alibi_slope = c.alibi_slopes ? static_cast<double>(c.alibi_slopes[b * c.alibi_batch_stride + h]) : 0.0;
+  if (c.sink_logits) pb.sink = static_cast<double>(c.sink_logits[h]);
   pb.mask = make_row_mask(c, seqlen_q, seqlen_k);
   if (c.dropout_p > 0.0f) {
     pb.dropout_p = static_cast<double>(c.dropout_p);
@@ -76,8 +77,9 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
     int64_t lo, hi;
     visible_keys(pb.mask, i, &lo, &hi);
 
-    // S_i = modify(scale · q_i · Kᵀ), -inf outside [lo, hi]; m = the row max for a stable softmax.
-    double m = kNegInf;
+    // S_i = modify(scale · q_i · Kᵀ), -inf outside [lo, hi]; m = the row max for a stable softmax
+    // (the sink counts as one more score: -inf when there is none).
+    double m = pb.sink;
     for (int64_t j = 0; j < Sk; ++j) {
       if (j < lo || j > hi) {
         s_i[j] = kNegInf;
@@ -88,14 +90,14 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
       m = std::max(m, s_i[j]);
     }
     std::fill(o_i, o_i + D, 0.0);
-    if (hi < lo) {  // no visible key: O = 0, LSE = -inf, and P = 0 so no gradient flows
+    if (hi < lo) {  // no visible key: O = 0, LSE = sink (-inf without), and P = 0: no gradient to q, k, v
       std::fill(p_i, p_i + Sk, 0.0);
-      if (lse) lse[i] = kNegInf;
+      if (lse) lse[i] = pb.sink;
       continue;
     }
 
-    // P_i = exp(S_i - m) / l with l = Σ exp(S_i - m) >= 1 (the max term is exp(0) = 1).
-    double l = 0.0;
+    // P_i = exp(S_i - m) / l with l = exp(sink - m) + Σ exp(S_i - m) >= 1 (the max term is 1).
+    double l = pb.sink == kNegInf ? 0.0 : std::exp(pb.sink - m);
     for (int64_t j = 0; j < Sk; ++j) {
       p_i[j] = (j < lo || j > hi) ? 0.0 : std::exp(s_i[j] - m);
       l += p_i[j];
@@ -152,6 +154,20 @@ void core_backward(const CoreProblem& pb, const double* q, const double* k, cons
       axpy(dk + j * D, pb.scale * ds, q_i, D);
     }
   }
+}
+
+double core_dsink(const CoreProblem& pb, const double* out, const double* dout, const double* lse) {
+  if (pb.sink == kNegInf) return 0.0;
+  // LSE_i depends on the sink with dLSE_i/dsink = p_i,sink = exp(sink − LSE_i), so every
+  // P_ij = exp(S_ij − LSE_i) moves by −P_ij · p_i,sink and
+  //   dL/dsink = Σ_i Σ_j dP_ij · (−P_ij p_i,sink) = −Σ_i p_i,sink · D_i,  D_i = Σ_j P_ij dP_ij = dO_i · O_i
+  // (with dropout too: dP_ij = Z_ij dO_i · v_j and O_i = Σ_j P_ij Z_ij v_j).
+  double acc = 0.0;
+  for (int64_t i = 0; i < pb.seqlen_q; ++i) {
+    const double D_i = dot(dout + i * pb.head_dim, out + i * pb.head_dim, pb.head_dim);
+    if (D_i != 0.0) acc -= std::exp(pb.sink - lse[i]) * D_i;
+  }
+  return acc;
 }
 
 }  // namespace ref

@@ -12,9 +12,12 @@
 //   P = softmax(S) row by row          LSE = log Σ_j exp(S_ij)        (natural log)
 //   O = (P ∘ Z) V                      Z_ij = keep_ij / (1 - p)  (dropout; Z = 1 without)
 // A row that sees no key gets O = 0 and LSE = -inf (never NaN).
+// Attention sink (pb.sink, -inf = none): one more term exp(sink) in Σ, with no value, so
+//   LSE = log(exp(sink) + Σ_j exp(S_ij)) and a row that sees no key gets O = 0, LSE = sink.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "flashlab/mask.h"
 #include "flashlab/params.h"
@@ -31,6 +34,7 @@ struct CoreProblem {
   double scale = 1.0;        // softmax_scale, already resolved (finite)
   double softcap = 0.0;      // > 0: s = softcap * tanh(s / softcap)
   double alibi_slope = 0.0;  // 0: ALiBi off
+  double sink = -std::numeric_limits<double>::infinity();  // sink logit of this head; -inf: none
   RowMask mask;              // which keys each row sees (mask.h), built for these seqlens
 
   // Dropout: keep-mask from philox.h's dropout_keep at (batch, head, row, col) of this problem.
@@ -65,6 +69,10 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
 void core_backward(const CoreProblem& pb, const double* q, const double* k, const double* v,
                    const double* out, const double* dout, const double* P, double* dS, double* dq,
                    double* dk, double* dv);
+
+// The sink's gradient from this problem: dL/dsink = −Σ_i exp(sink − LSE_i) · D_i with
+// D_i = dout_i · out_i (0 without a sink). `out` and `lse` are core_forward's results.
+double core_dsink(const CoreProblem& pb, const double* out, const double* dout, const double* lse);
 
 }  // namespace ref
 }  // namespace detail

@@ -21,6 +21,7 @@ std::string ProblemSpec::describe() const {
   if (window_left >= 0 || window_right >= 0) os << " win(" << window_left << "," << window_right << ")";
   if (softcap > 0) os << " softcap" << softcap;
   if (alibi) os << " alibi";
+  if (sinks) os << " sinks";
   if (dropout_p > 0) os << " drop" << dropout_p;
   if (row_pad > 0) os << " pad" << row_pad;
   return os.str();
@@ -115,6 +116,14 @@ Problem::Problem(const ProblemSpec& s) : spec(s) {
     for (int64_t h = 0; h < spec.heads_q; ++h)
       alibi_slopes.push_back(std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / spec.heads_q));
   }
+  if (spec.sinks) {
+    // Logits around the typical row LSE (log seqlen_k) so the sink holds a visible share of the
+    // mass in some heads and little in others; drawn after the tensors (their values stay as without).
+    std::normal_distribution<float> dist(0.0f, 1.5f);
+    const float center = std::log(static_cast<float>(std::max<int64_t>(spec.seqlen_k, 1)));
+    for (int64_t h = 0; h < spec.heads_q; ++h) sink_logits.push_back(center + dist(rng));
+    dsink.assign(static_cast<size_t>(spec.heads_q), 0.0f);
+  }
 }
 
 namespace {
@@ -133,6 +142,7 @@ void fill_config(const Problem& pb, AttentionConfig& c, Impl impl) {
   c.softcap = s.softcap;
   c.alibi_slopes = s.alibi ? pb.alibi_slopes.data() : nullptr;
   c.alibi_batch_stride = 0;
+  c.sink_logits = s.sinks ? pb.sink_logits.data() : nullptr;
   c.causal = s.causal;
   c.causal_align = s.causal_align;
   c.window_left = s.window_left;
@@ -174,6 +184,7 @@ BwdParams Problem::bwd_params(Impl impl) const {
   p.dq = const_cast<HostTensor&>(dq).mut();
   p.dk = const_cast<HostTensor&>(dk).mut();
   p.dv = const_cast<HostTensor&>(dv).mut();
+  p.dsink = spec.sinks ? const_cast<float*>(dsink.data()) : nullptr;
   return p;
 }
 
@@ -185,6 +196,7 @@ void Problem::poison_backward_outputs() {
   dq.fill_nan();
   dk.fill_nan();
   dv.fill_nan();
+  std::fill(dsink.begin(), dsink.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
 AttentionFlops Problem::flops() const {

@@ -29,6 +29,7 @@ struct ProblemSpec {
   int64_t window_right = -1;
   float softcap = 0.0f;
   bool alibi = false;
+  bool sinks = false;          // attention sinks: sink_logits per query head, and dsink in backward
   float softmax_scale = 0.0f;  // 0: the API default 1/sqrt(head_dim)
   float dropout_p = 0.0f;
   uint64_t dropout_seed = 0x1234abcdULL;
@@ -70,6 +71,8 @@ struct Problem {
   std::vector<float> lse;               // (batch, heads_q, seqlen_q) or (heads_q, total_q)
   int64_t lse_batch_stride = 0, lse_head_stride = 0;
   std::vector<float> alibi_slopes;      // heads_q (shared across batch) when spec.alibi
+  std::vector<float> sink_logits;       // heads_q when spec.sinks
+  std::vector<float> dsink;             // heads_q when spec.sinks: the backward's output
   std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;
 
   explicit Problem(const ProblemSpec& spec);  // allocates and fills inputs
@@ -77,7 +80,7 @@ struct Problem {
   FwdParams fwd_params(Impl impl) const;  // points into this problem's buffers
   BwdParams bwd_params(Impl impl) const;
   void poison_forward_outputs();           // out and lse = NaN
-  void poison_backward_outputs();          // dq, dk, dv = NaN
+  void poison_backward_outputs();          // dq, dk, dv (and dsink) = NaN
   bool varlen() const { return !spec.lens_q.empty(); }
   AttentionFlops flops() const;
 };

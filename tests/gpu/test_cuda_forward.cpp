@@ -252,6 +252,19 @@ TEST(CudaForward, Sm80Errors) {
   c = sm80_config();
   c.device = Device::kCPU;
   expect_unsupported(c, false, "runs on cuda");
+  // Attention sinks: the CPU backends only, for now; kAuto on cuda refuses them clearly.
+  c = sm80_config();
+  const float sinks[1] = {0.0f};  // never read: the rule needs only the pointer
+  c.sink_logits = sinks;
+  expect_unsupported(c, false, "sink_logits (attention sinks) is not supported by impl cuda_sm80");
+  expect_unsupported(c, true, "sink_logits (attention sinks) is not supported by impl cuda_sm80");
+#if defined(FLASHLAB_WITH_CUDA)
+  for (bool backward : {false, true}) {
+    const flashlab::Status st = flashlab::detail::learn_supports(4, c, backward);
+    EXPECT_NE(st.message().find("sink_logits (attention sinks) is not supported by impl learn_v4"), std::string::npos)
+        << st.to_string();
+  }
+#endif
 }
 
 // ---- GPU tests -----------------------------------------------------------------------------------

@@ -83,6 +83,10 @@ Status sm80_supports(const AttentionConfig& c, bool backward) {
   if (c.dtype != DType::kBFloat16 && c.dtype != DType::kFloat16)
     return Status::Unsupported(std::string("dtype ") + to_string(c.dtype) + " is not supported by impl " +
                                kName + ": supported bf16, fp16");
+  // Attention sinks: the score variant has the hook (common/variant.h), the kernels do not use it yet.
+  if (c.sink_logits != nullptr)
+    return Status::Unsupported(std::string("sink_logits (attention sinks) is not supported by impl ") + kName +
+                               " yet: use impl reference or cpu_flash on the cpu");
   if (c.head_dim > 256 || c.head_dim % 8 != 0)
     return unsupported_value("head_dim", c.head_dim, kName,
                              "multiples of 8 up to 256 (run in the buckets 32, 64, 96, 128, 192, 256)");
