@@ -262,18 +262,22 @@ Status run_backward(ft::Problem& pb, Impl impl, int threads = 0) {
 // Float64 gradients with the semantics of every FA2 backward: the reference's core
 // (ref::core_forward / core_backward), except that D = rowsum(dO ∘ O) uses pb's own `out` (the
 // dtype output cpu_flash is given) where the reference API recomputes the exact O. Results are
-// stored into `into` (an fp32 twin of pb). One thread; fine at test sizes.
-void fa2_exact_backward(const ft::Problem& pb, ft::Problem& into) {
+// stored into `into` (an fp32 twin of pb). One thread; fine at test sizes. With sinks, into.dsink
+// gets dsink from pb's `out` and the recomputed LSE, and *dsink_terms (if set) Σ_i |p_sink_i D_i|
+// per head: the scale of dsink's rounding error.
+void fa2_exact_backward(const ft::Problem& pb, ft::Problem& into, std::vector<double>* dsink_terms = nullptr) {
   namespace ref = flashlab::detail::ref;
   BwdParams p = pb.bwd_params(Impl::kReference);
   if (!(pb.spec.softmax_scale > 0)) p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   const BwdParams dst = into.bwd_params(Impl::kReference);
   const int64_t d = p.head_dim, group = p.heads_q / p.heads_kv;
+  std::fill(into.dsink.begin(), into.dsink.end(), 0.0f);
+  if (dsink_terms) dsink_terms->assign(static_cast<size_t>(p.heads_q), 0.0);
   for (int64_t b = 0; b < p.batch; ++b) {
     const flashlab::detail::SeqBounds s = flashlab::detail::seq_bounds(p, b);
     std::vector<double> q(s.q_len * d), out(s.q_len * d), dout(s.q_len * d), o(s.q_len * d), dq(s.q_len * d);
     std::vector<double> k(s.k_len * d), v(s.k_len * d), dk(s.k_len * d), dv(s.k_len * d);
-    std::vector<double> S(s.q_len * s.k_len), P(s.q_len * s.k_len);
+    std::vector<double> S(s.q_len * s.k_len), P(s.q_len * s.k_len), lse(s.q_len);
     for (int64_t hk = 0; hk < p.heads_kv; ++hk) {
       ref::load_rows(p, p.k, b, s.k_begin, s.k_len, hk, k.data());
       ref::load_rows(p, p.v, b, s.k_begin, s.k_len, hk, v.data());
@@ -284,9 +288,17 @@ void fa2_exact_backward(const ft::Problem& pb, ft::Problem& into) {
         ref::load_rows(p, p.out, b, s.q_begin, s.q_len, h, out.data());
         ref::load_rows(p, p.dout, b, s.q_begin, s.q_len, h, dout.data());
         const ref::CoreProblem cp = ref::core_problem(p, b, h, s.q_len, s.k_len);
-        ref::core_forward(cp, q.data(), k.data(), v.data(), S.data(), P.data(), o.data(), nullptr);
+        ref::core_forward(cp, q.data(), k.data(), v.data(), S.data(), P.data(), o.data(), lse.data());
         ref::core_backward(cp, q.data(), k.data(), v.data(), out.data(), dout.data(), P.data(), S.data(),
                            dq.data(), dk.data(), dv.data());
+        if (p.sink_logits) {
+          into.dsink[h] += static_cast<float>(ref::core_dsink(cp, out.data(), dout.data(), lse.data()));
+          for (int64_t i = 0; i < s.q_len; ++i) {
+            double D = 0;
+            for (int64_t e = 0; e < d; ++e) D += out[i * d + e] * dout[i * d + e];
+            if (dsink_terms && D != 0.0) (*dsink_terms)[h] += std::fabs(std::exp(cp.sink - lse[i]) * D);
+          }
+        }
         ref::store_rows(dst, dst.dq, b, s.q_begin, s.q_len, h, dq.data());
       }
       ref::store_rows(dst, dst.dk, b, s.k_begin, s.k_len, hk, dk.data());
@@ -308,6 +320,7 @@ void check_problem(const ft::ProblemSpec& spec, void (*tweak)(ft::Problem&) = nu
   for (auto [from, to] : {std::pair{&flash.q, &exact.q}, {&flash.k, &exact.k}, {&flash.v, &exact.v},
                           {&flash.dout, &exact.dout}})
     copy_values(*from, *to);
+  exact.sink_logits = flash.sink_logits;  // drawn from the dtype-independent seed anyway
   if (tweak != nullptr) tweak(flash), tweak(base), tweak(exact);
   const TermScales term = term_scales(exact);
 
@@ -321,6 +334,7 @@ void check_problem(const ft::ProblemSpec& spec, void (*tweak)(ft::Problem&) = nu
   EXPECT_TRUE(lse_within_tolerance(flash.lse, exact.lse, flash, term.score));
 
   // ---- backward from the rounded exact output and the exact LSE
+  std::vector<double> dsink_terms;
   copy_values(base.out, flash.out);
   flash.lse = exact.lse;
   if (spec.dtype == DType::kFloat32) {  // here `out` is O to fp32 precision: the API reference applies
@@ -328,11 +342,14 @@ void check_problem(const ft::ProblemSpec& spec, void (*tweak)(ft::Problem&) = nu
     ft::Problem check(spec32);
     check.poison_backward_outputs();  // padding stays NaN: within_tolerance checks it
     copy_values(exact.dq, check.dq), copy_values(exact.dk, check.dk), copy_values(exact.dv, check.dv);
-    fa2_exact_backward(flash, exact);
+    const std::vector<float> ref_dsink = exact.dsink;
+    fa2_exact_backward(flash, exact, &dsink_terms);
     EXPECT_TRUE(within_tolerance("dq(fa2 vs kReference)", check.dq, check.dq, exact.dq, term.dq, term.score));
     EXPECT_TRUE(within_tolerance("dk(fa2 vs kReference)", check.dk, check.dk, exact.dk, term.dk, term.score));
+    for (size_t h = 0; h < ref_dsink.size(); ++h)
+      EXPECT_NEAR(ref_dsink[h], exact.dsink[h], 1e-5 * (1 + dsink_terms[h])) << "dsink(fa2 vs kReference) head " << h;
   } else {
-    fa2_exact_backward(flash, exact);
+    fa2_exact_backward(flash, exact, &dsink_terms);
   }
   copy_values(exact.dq, base.dq), copy_values(exact.dk, base.dk), copy_values(exact.dv, base.dv);
   flash.poison_backward_outputs();
@@ -341,6 +358,10 @@ void check_problem(const ft::ProblemSpec& spec, void (*tweak)(ft::Problem&) = nu
   EXPECT_TRUE(within_tolerance("dq", flash.dq, base.dq, exact.dq, term.dq, term.score));
   EXPECT_TRUE(within_tolerance("dk", flash.dk, base.dk, exact.dk, term.dk, term.score));
   EXPECT_TRUE(within_tolerance("dv", flash.dv, base.dv, exact.dv, term.dv, term.score));
+  // dsink = −Σ_i p_sink_i D_i: fp32 terms against float64 ones, from the same rounded out and LSE.
+  for (size_t h = 0; h < flash.dsink.size(); ++h)
+    EXPECT_NEAR(flash.dsink[h], exact.dsink[h], 1e-4 * (1e-3 + dsink_terms[h]) + 1e-6 * std::fabs(exact.dsink[h]))
+        << "dsink head " << h;
 }
 
 // =============================================================================================
@@ -396,6 +417,25 @@ const Feature kFeatures[] = {
     {"row_pad", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.row_pad = pick(r, {1, 3, 16}); }},
     {"gqa_8", [](ft::ProblemSpec& s, std::mt19937_64&) { s.heads_kv = 1, s.heads_q = 8; }},
     {"odd_head_dim", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.head_dim = pick(r, {1, 7, 17, 40, 72, 100}); }},
+    // Attention sinks (last, so the features above keep their random draws).
+    {"sinks", [](ft::ProblemSpec& s, std::mt19937_64& r) { s.sinks = true, s.causal = pick(r, {0, 1}); }},
+    {"sinks_masked_rows",  // rows that see no key keep LSE = sink
+     [](ft::ProblemSpec& s, std::mt19937_64& r) {
+       s.sinks = s.causal = true, s.seqlen_q = 113, s.seqlen_k = 17;
+       if (pick(r, {0, 1})) s.window_left = 3;
+     }},
+    {"sinks_top_left_window_gqa",
+     [](ft::ProblemSpec& s, std::mt19937_64&) {
+       s.sinks = s.causal = true, s.causal_align = CausalAlign::kTopLeft, s.window_left = 40;
+       s.heads_kv = 1, s.heads_q = 8;
+     }},
+    {"sinks_varlen_features",
+     [](ft::ProblemSpec& s, std::mt19937_64& r) {
+       s.lens_q = {17, 0, 1, 113, 40};
+       s.lens_k = {203, 5, 0, 113, 1};
+       if (pick(r, {0, 1})) std::swap(s.lens_q, s.lens_k);
+       s.sinks = s.causal = true, s.dropout_p = 0.1f, s.alibi = true, s.softcap = 8.0f;
+     }},
 };
 
 // A random problem: seqlens from {1, 17, 113, 203} (drawn independently, so sq != sk both ways),

@@ -12,6 +12,9 @@
 // and at the end O /= l, LSE = (m + log2 l)·ln 2. Why Sᵀ and not S: the softmax statistics of a
 // query are then reductions down a column, i.e. plain vector max/add across rows with no
 // horizontal shuffles, and K is used in its natural row-major layout (no transposed copy per step).
+// An attention sink enters as the initial state m = sink·log2 e, l = 1 (= exp2(sink − m)) instead
+// of m = −inf, l = 0: the first block rescales it like any earlier block, and a row without
+// visible keys ends with O = 0, LSE = sink.
 // Extra memory: per-thread tiles only, O(kBlockQ · head_dim), never seqlen_q x seqlen_k.
 #include <omp.h>
 
@@ -125,8 +128,10 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
   // Plain scores: fold softmax_scale and log2 e into Q once, so Sᵀ comes out ready for exp2.
   const float q_scale = mod.folded ? p.softmax_scale * simd::kLog2e : 1.0f;
   flash::load_tile_transposed(p.dtype, q.from(i0), nq, d, q_scale, t.qt, kBlockQ);
-  std::fill(t.m, t.m + nq_pad, simd::kNegInf);
-  std::fill(t.l, t.l + nq_pad, 0.0f);
+  // Online-softmax state; a sink is the state after one block holding only the sink's score.
+  const float sink2 = p.sink_logits ? p.sink_logits[h] * simd::kLog2e : simd::kNegInf;
+  std::fill(t.m, t.m + nq_pad, sink2);
+  std::fill(t.l, t.l + nq_pad, sink2 == simd::kNegInf ? 0.0f : 1.0f);
 
   bool first = true;
   for (int64_t j0 = jlo; j0 <= jhi; j0 += kBlockK) {
@@ -154,7 +159,8 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
     first = false;
   }
 
-  // Epilogue: O / l and LSE. A row without visible keys has l = 0: O = 0, LSE = -inf.
+  // Epilogue: O / l and LSE. A row without visible keys has O = 0 and l = 0, LSE = -inf (or, with
+  // a sink, l = 1 and LSE = sink).
   if (first) std::fill(t.o, t.o + nq * dp, 0.0f);
   for (int64_t r = 0; r < nq; ++r) t.alpha[r] = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
   const flash::HeadRows out = flash::head_rows(p, p.out, sb, true, b, h);

@@ -6,6 +6,9 @@
 //   dV = (P∘Z)ᵀ·dO     dP = (dO·Vᵀ)∘Z     D = rowsum(dO ∘ O)
 //   dS = P ∘ (dP − D) ∘ cap'         cap' = 1 − tanh² (chain rule through softcap; 1 without)
 //   dK = scale · dSᵀ·Q               dQ = scale · dS·K
+// Attention sinks change nothing above (the forward's LSE includes the sink, so P does too) and add
+//   dsink_h = −Σ_{b,i} exp(sink_h − LSE_i) · D_i,
+// summed per query block next to D, then over blocks in a fixed order after the passes.
 //
 // Scheduling. dK/dV want a loop over key blocks outside (each key block owns its rows of dK and dV)
 // and dQ wants query blocks outside. FA2 on a GPU keeps key blocks outside and adds dQ with atomics,
@@ -19,7 +22,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "api/backend.h"
 #include "common/problem.h"
@@ -100,9 +106,10 @@ struct Tiles {
   }
 };
 
-// ---- D = rowsum(dO ∘ O) for query rows [i0, i0 + nq) of (b, h)
+// ---- D = rowsum(dO ∘ O) for query rows [i0, i0 + nq) of (b, h); with p.dsink, also this block's
+// part of dsink_h, −Σ_i exp(sink_h − LSE_i) · D_i, into *dsink_part.
 void dsum_item(const BwdParams& p, const RowIndex& ri, float* dsum, int64_t b, int64_t h, int64_t i0,
-               const Tiles& t) {
+               const Tiles& t, double* dsink_part) {
   const SeqBounds sb = seq_bounds(p, b);
   const int64_t nq = std::min(kBlockQ, sb.q_len - i0);
   const int64_t d = p.head_dim, dp = flash::padded_head_dim(d);
@@ -113,6 +120,17 @@ void dsum_item(const BwdParams& p, const RowIndex& ri, float* dsum, int64_t b, i
     for (int64_t k = 0; k < dp; k += kWidth) acc += simd::load(t.nat_a + r * dp + k) * simd::load(t.nat_b + r * dp + k);
     dsum[ri(sb, b, h, i0 + r)] = simd::reduce_sum(acc);
   }
+  if (p.dsink == nullptr) return;
+  const double sink = p.sink_logits[h];
+  double part = 0.0;
+  if (sink != -std::numeric_limits<double>::infinity()) {
+    for (int64_t r = 0; r < nq; ++r) {
+      const double D = dsum[ri(sb, b, h, i0 + r)];
+      const double lse = p.lse[lse_offset(p, p.lse_batch_stride, p.lse_head_stride, b, sb.q_begin, i0 + r, h)];
+      if (D != 0.0) part -= std::exp(sink - lse) * D;  // LSE >= sink: no overflow
+    }
+  }
+  *dsink_part = part;
 }
 
 // dS = P ∘ (dP∘Z − D) ∘ cap' for one query row r of a tile, keys [j0, j0 + nk); element c of the
@@ -278,6 +296,8 @@ Status cpu_flash_backward(const BwdParams& p) {
   // Both throw bad_alloc before anything is written; the dispatcher reports kOutOfMemory.
   Scratch<float> scratch(static_cast<size_t>(per_thread * threads));
   Scratch<float> dsum(static_cast<size_t>(std::max<int64_t>(rows, 1)));
+  // Per query-block parts of dsink, laid out like the q items: (batch, heads_q, q_blocks).
+  std::vector<double> dsink_part(p.dsink ? static_cast<size_t>(q_items) : 0, 0.0);
 
 #pragma omp parallel num_threads(threads)
   {
@@ -287,7 +307,8 @@ Status cpu_flash_backward(const BwdParams& p) {
     for (int64_t item = 0; item < q_items; ++item) {
       const int64_t b = item / (q_blocks * p.heads_q), h = item / q_blocks % p.heads_q;
       const int64_t i0 = item % q_blocks * kBlockQ;
-      if (i0 < seq_bounds(p, b).q_len) dsum_item(p, ri, dsum.data(), b, h, i0, tiles);
+      if (i0 < seq_bounds(p, b).q_len)
+        dsum_item(p, ri, dsum.data(), b, h, i0, tiles, p.dsink ? &dsink_part[item] : nullptr);
     }
     // (implicit barrier: D is complete.) Pass 1 in natural order: with a causal mask the first key
     // blocks are seen by the most queries, so the longest items start first.
@@ -302,6 +323,14 @@ Status cpu_flash_backward(const BwdParams& p) {
       const int64_t b = item / (q_blocks * p.heads_q), h = item / q_blocks % p.heads_q;
       const int64_t i0 = (q_blocks - 1 - item % q_blocks) * kBlockQ;  // causal: longest blocks first
       if (i0 < seq_bounds(p, b).q_len) dq_item(p, ri, dsum.data(), b, h, i0, tiles);
+    }
+  }
+  if (p.dsink) {  // blocks of every sequence, in item order: the same sum for any thread count
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      double acc = 0.0;
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t qb = 0; qb < q_blocks; ++qb) acc += dsink_part[(b * p.heads_q + h) * q_blocks + qb];
+      p.dsink[h] = static_cast<float>(acc);
     }
   }
   return Status::Ok();
