@@ -40,6 +40,7 @@ def attention(
     window: Tuple[int, int] = (-1, -1),
     softcap: float = 0.0,
     alibi_slopes: Optional[np.ndarray] = None,
+    sink_logits: Optional[np.ndarray] = None,
     dropout_p: float = 0.0,
     dropout_seed: int = 0,
     dropout_offset: int = 0,
@@ -56,15 +57,19 @@ def attention(
     (total_tokens, heads, head_dim) with ``cu_seqlens_q/k`` (int32, batch + 1) and
     ``max_seqlen_q/k``. ``out`` has q's shape and dtype; ``lse`` is float32 (batch, heads_q,
     seqlen_q), or (heads_q, total_q) for packed inputs. ``window`` is (left, right), -1 unbounded.
+    ``sink_logits``: float32 (heads_q,) attention sinks, one logit per query head in every row's
+    softmax denominator (no value); a row that sees no key then gets lse = its sink. CPU backends.
     """
     q, k, v = (_array(n, x) for n, x in (("q", q), ("k", k), ("v", v)))
+    if sink_logits is not None:
+        sink_logits = np.ascontiguousarray(sink_logits, dtype=np.float32)
     out = np.empty(q.shape, dtype=q.dtype)
     lse = np.empty(_lse_shape(q, cu_seqlens_q), dtype=np.float32)
     _core.forward(
         q, k, v, out, lse,
         softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
         window_left=window[0], window_right=window[1], softcap=softcap, alibi_slopes=alibi_slopes,
-        dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
+        sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
         cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
         impl=impl, num_threads=num_threads,
@@ -86,6 +91,7 @@ def attention_backward(
     window: Tuple[int, int] = (-1, -1),
     softcap: float = 0.0,
     alibi_slopes: Optional[np.ndarray] = None,
+    sink_logits: Optional[np.ndarray] = None,
     dropout_p: float = 0.0,
     dropout_seed: int = 0,
     dropout_offset: int = 0,
@@ -96,8 +102,9 @@ def attention_backward(
     deterministic: bool = False,
     impl: str = "auto",
     num_threads: int = 0,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Attention backward on NumPy arrays; returns ``(dq, dk, dv)``.
+) -> Tuple[np.ndarray, ...]:
+    """Attention backward on NumPy arrays; returns ``(dq, dk, dv)``, or ``(dq, dk, dv, dsink)``
+    with ``sink_logits`` (dsink: float32 (heads_q,), the gradient of the sink logits).
 
     Takes the forward's ``out`` and ``lse`` and the same options (dropout seed and offset too, so
     the backward regenerates the forward's keep-mask).
@@ -107,13 +114,17 @@ def attention_backward(
     dq = np.empty(q.shape, dtype=q.dtype)
     dk = np.empty(k.shape, dtype=k.dtype)
     dv = np.empty(v.shape, dtype=v.dtype)
+    dsink = None
+    if sink_logits is not None:
+        sink_logits = np.ascontiguousarray(sink_logits, dtype=np.float32)
+        dsink = np.empty(sink_logits.shape, dtype=np.float32)
     _core.backward(
         dout, q, k, v, out, lse, dq, dk, dv,
         softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
         window_left=window[0], window_right=window[1], softcap=softcap, alibi_slopes=alibi_slopes,
-        dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
+        sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
         cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-        deterministic=deterministic, impl=impl, num_threads=num_threads,
+        deterministic=deterministic, impl=impl, num_threads=num_threads, dsink=dsink,
     )  # fmt: skip
-    return dq, dk, dv
+    return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)

@@ -66,8 +66,8 @@ void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout&
 void forward(const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
              const std::optional<OutArray>& lse, std::optional<double> softmax_scale, bool causal,
              const std::string& causal_align, int64_t window_left, int64_t window_right, double softcap,
-             const std::optional<InArray>& alibi_slopes, double dropout_p, uint64_t dropout_seed,
-             uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
+             const std::optional<InArray>& alibi_slopes, const std::optional<InArray>& sink_logits,
+             double dropout_p, uint64_t dropout_seed, uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
              const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
              std::optional<int64_t> max_seqlen_k, const std::string& impl, int num_threads, uintptr_t stream,
              const nb::object& workspace) {
@@ -77,6 +77,7 @@ void forward(const InArray& q, const InArray& k, const InArray& v, const OutArra
                dropout_offset, impl, num_threads, stream},
               &p);
   if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
+  if (sink_logits) p.sink_logits = sinks_ptr("sink_logits", *sink_logits, p, L);
   p.q = in_ref("q", q, "q", q, L);
   p.k = in_ref("k", k, "k", k, L);
   p.v = in_ref("v", v, "k", k, L);
@@ -104,7 +105,8 @@ void forward(const InArray& q, const InArray& k, const InArray& v, const OutArra
 void backward(const InArray& dout, const InArray& q, const InArray& k, const InArray& v, const InArray& out,
               const InArray& lse, const OutArray& dq, const OutArray& dk, const OutArray& dv,
               std::optional<double> softmax_scale, bool causal, const std::string& causal_align, int64_t window_left,
-              int64_t window_right, double softcap, const std::optional<InArray>& alibi_slopes, double dropout_p,
+              int64_t window_right, double softcap, const std::optional<InArray>& alibi_slopes,
+              const std::optional<InArray>& sink_logits, const std::optional<OutArray>& dsink, double dropout_p,
               uint64_t dropout_seed, uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
               const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
               std::optional<int64_t> max_seqlen_k, const std::string& impl, int num_threads, uintptr_t stream,
@@ -115,6 +117,8 @@ void backward(const InArray& dout, const InArray& q, const InArray& k, const InA
                dropout_offset, impl, num_threads, stream},
               &p);
   if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
+  if (sink_logits) p.sink_logits = sinks_ptr("sink_logits", *sink_logits, p, L);
+  if (dsink) p.dsink = const_cast<float*>(sinks_ptr("dsink", InArray(*dsink), p, L));
   p.deterministic = deterministic;
   p.q = in_ref("q", q, "q", q, L);
   p.k = in_ref("k", k, "k", k, L);
@@ -241,19 +245,21 @@ NB_MODULE(_core, m) {
   m.def("forward", &forward, "q"_a, "k"_a, "v"_a, "out"_a.noconvert(), "lse"_a.noconvert() = nb::none(),
         nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false, "causal_align"_a = "bottom_right",
         "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(),
-        "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(),
+        "sink_logits"_a = nb::none(), "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(),
         "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(), "max_seqlen_k"_a = nb::none(),
         "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0, "workspace"_a = nb::none(),
-        "Attention forward: writes out (like q) and, when given, lse (batch, heads_q, seqlen_q) fp32.");
+        "Attention forward: writes out (like q) and, when given, lse (batch, heads_q, seqlen_q) fp32. "
+        "sink_logits: (heads_q,) fp32 attention sinks (CPU backends).");
 
   m.def("backward", &backward, "dout"_a, "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "dq"_a.noconvert(),
         "dk"_a.noconvert(), "dv"_a.noconvert(), nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false,
         "causal_align"_a = "bottom_right", "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0,
-        "alibi_slopes"_a = nb::none(), "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0,
-        "cu_seqlens_q"_a = nb::none(), "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(),
+        "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(), "dsink"_a.noconvert() = nb::none(),
+        "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(), "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(),
         "max_seqlen_k"_a = nb::none(), "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0,
         "deterministic"_a = false, "workspace"_a = nb::none(),
-        "Attention backward: writes dq (like q), dk and dv (like k) from the forward's out and lse.");
+        "Attention backward: writes dq (like q), dk and dv (like k) from the forward's out and lse; with "
+        "sink_logits, also dsink (heads_q,) fp32 when given.");
 
   m.def("attention_flops", &attention_flops, "batch"_a, "seqlen_q"_a, "seqlen_k"_a, "heads_q"_a, "heads_kv"_a,
         "head_dim"_a, nb::kw_only(), "causal"_a = false, "causal_align"_a = "bottom_right",

@@ -249,6 +249,16 @@ void set_alibi(const InArray& slopes, const Layout& L, AttentionConfig* c) {
   c->alibi_batch_stride = nd == 2 ? slopes.stride(0) : 0;
 }
 
+const float* sinks_ptr(const char* name, const InArray& a, const AttentionConfig& c, const Layout& L) {
+  if (!is(a.dtype(), nb::dlpack::dtype_code::Float, 32))
+    fail(cat(name, ".dtype (", dtype_str(a.dtype()), ") must be float32"));
+  check_placement(name, a.device_type(), a.device_id(), L);
+  if (a.ndim() != 1 || int64_t(a.shape(0)) != c.heads_q)
+    fail(cat(name, ".shape ", shape_str(a), " must be (heads_q,) = (", c.heads_q, ",)"));
+  if (c.heads_q > 1 && a.stride(0) != 1) fail(cat(name, ".stride(0) (", a.stride(0), ") must be 1"));
+  return static_cast<const float*>(a.data());
+}
+
 void set_options(const Options& o, AttentionConfig* c) {
   c->softmax_scale = o.softmax_scale ? static_cast<float>(*o.softmax_scale)
                                      : std::numeric_limits<float>::quiet_NaN();  // NaN: 1/sqrt(head_dim)

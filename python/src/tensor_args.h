@@ -80,6 +80,10 @@ LseRef lse_ref(const nb::ndarray<nb::ro>& lse, const flashlab::AttentionConfig& 
 // ALiBi slopes, (heads_q,) or (batch, heads_q) fp32: sets c->alibi_slopes and its batch stride.
 void set_alibi(const InArray& slopes, const Layout& L, flashlab::AttentionConfig* c);
 
+// Per-head fp32 vectors of attention sinks, (heads_q,) contiguous: sink_logits (input) and the
+// backward's dsink (output). Return the data pointer after checking dtype, shape and placement.
+const float* sinks_ptr(const char* name, const InArray& a, const flashlab::AttentionConfig& c, const Layout& L);
+
 // The scalar options shared by the forward and backward calls.
 struct Options {
   std::optional<double> softmax_scale;

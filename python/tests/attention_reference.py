@@ -36,10 +36,12 @@ def _slopes(alibi_slopes, batch, heads):
 
 
 def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
-                    causal_align="bottom_right", window=(-1, -1), softcap=0.0, alibi_slopes=None):  # fmt: skip
+                    causal_align="bottom_right", window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                    sink_logits=None):  # fmt: skip
     """Float64 forward (and backward when dout is given) on (batch, seqlen, heads, head_dim).
 
-    Returns a dict with out, lse and, with dout, dq, dk, dv (all float64)."""
+    Returns a dict with out, lse and, with dout, dq, dk, dv (and dsink with sink_logits; all
+    float64). sink_logits (heads_q,): one more term exp(sink) in every row's softmax sum."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
@@ -57,10 +59,13 @@ def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
     dist = np.abs(np.arange(sq)[:, None] + shift - np.arange(sk)[None, :])
     s = s - _slopes(alibi_slopes, b, hq)[:, :, None, None] * dist
     s = np.where(keep, s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
+    sink = np.full((1, hq, 1, 1), -np.inf)
+    if sink_logits is not None:
+        sink = np.asarray(sink_logits, dtype=np.float64).reshape(1, hq, 1, 1)
+    m = np.maximum(s.max(axis=-1, keepdims=True), sink)
     m_safe = np.where(np.isfinite(m), m, 0.0)
     e = np.exp(s - m_safe)  # exp(-inf) = 0 on masked keys
-    z = e.sum(axis=-1, keepdims=True)
+    z = e.sum(axis=-1, keepdims=True) + np.exp(sink - m_safe)
     with np.errstate(divide="ignore", invalid="ignore"):
         lse = np.where(z > 0, np.log(z) + m_safe, -np.inf)
         p = np.where(z > 0, e / z, 0.0)
@@ -75,7 +80,12 @@ def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
     dp = doh @ vh.transpose(0, 1, 3, 2)
     res["scale"].update(dq=scale * np.abs(dp).max() * np.abs(k).max(),
                         dk=scale * np.abs(dp).max() * np.abs(q).max(), dv=np.abs(doh).max())
-    ds = p * (dp - (doh * oh).sum(axis=-1, keepdims=True))
+    D = (doh * oh).sum(axis=-1, keepdims=True)
+    ds = p * (dp - D)
+    if sink_logits is not None:  # dL/dsink = -sum over batch and rows of exp(sink - lse) * D
+        with np.errstate(invalid="ignore"):
+            p_sink = np.where(np.isfinite(sink), np.exp(sink - lse), 0.0)
+        res["dsink"] = -(p_sink * D).sum(axis=(0, 2, 3))
     if softcap > 0:
         ds = ds * (1 - t * t)
     dqh = scale * ds @ kh

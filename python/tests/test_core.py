@@ -215,6 +215,66 @@ def test_dropout_backward_is_the_derivative_of_the_forward():
 
 
 # ---------------------------------------------------------------------------------------------
+# Attention sinks (CPU backends)
+# ---------------------------------------------------------------------------------------------
+SINK_CASES = [
+    (2, 17, 17, 4, 2, 32, {"causal": True}),
+    (1, 113, 17, 3, 1, 40, {"causal": True}),  # rows that see no key: lse = sink
+    (2, 17, 113, 4, 4, 64, {"causal": True, "causal_align": "top_left", "window": (9, 0)}),
+]
+
+
+@pytest.mark.parametrize("impl", ["reference", "cpu_flash"])
+@pytest.mark.parametrize("case", SINK_CASES, ids=case_id)
+def test_sinks_vs_float64(case, impl):
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    q, k, v, _ = make_inputs(rng, case, np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    hq = case[3]
+    sinks = (np.log(case[2]) + rng.standard_normal(hq)).astype(np.float32)
+    opts = dict(case[6])
+    out, lse = flashlab.attention(q, k, v, sink_logits=sinks, impl=impl, **opts)
+    dq, dk, dv, dsink = flashlab.attention_backward(dout, q, k, v, out, lse, sink_logits=sinks, impl=impl, **opts)
+    want = numpy_attention(q, k, v, dout, sink_logits=sinks, **opts)
+    np.testing.assert_allclose(lse, want["lse"], rtol=1e-5, atol=1e-5)
+    for name, got in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv)):
+        np.testing.assert_allclose(got, want[name], rtol=0, atol=1e-4 * max(1.0, np.abs(want[name]).max()), err_msg=name)
+    np.testing.assert_allclose(dsink, want["dsink"], rtol=1e-4, atol=1e-4)
+    if case[1] > case[2]:  # bottom-right causal: the first rows see no key
+        assert np.all(out[:, 0] == 0) and np.allclose(lse[:, :, 0], sinks[None, :])
+    # Without dsink the backward returns three gradients; without sinks the result differs.
+    plain, _ = flashlab.attention(q, k, v, impl=impl, **opts)
+    assert not np.allclose(plain, out)
+
+
+def test_dsink_is_the_derivative_of_the_forward():
+    rng = np.random.default_rng(3)
+    q, k, v, _ = make_inputs(rng, (1, 17, 23, 2, 1, 32, {}), np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    sinks = np.array([2.5, 1.0], dtype=np.float32)
+    out, lse = flashlab.attention(q, k, v, sink_logits=sinks, impl="reference")
+    *_, dsink = flashlab.attention_backward(dout, q, k, v, out, lse, sink_logits=sinks, impl="reference")
+    eps = 1e-2
+    for h in range(2):
+        def loss(sign):
+            moved = sinks.copy()
+            moved[h] += sign * eps
+            o, _ = flashlab.attention(q, k, v, sink_logits=moved, impl="reference")
+            return float(np.sum(o.astype(np.float64) * dout))
+
+        numeric = (loss(+1) - loss(-1)) / (2 * eps)
+        assert abs(numeric - dsink[h]) <= 2e-3 * max(1.0, abs(dsink[h])), (h, numeric, dsink[h])
+
+
+def test_sink_errors():
+    q = np.zeros((1, 4, 2, 8), np.float32)
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_logits.shape \(3,\) must be \(heads_q,\) = \(2,\)"):
+        flashlab.attention(q, q, q, sink_logits=np.zeros(3, np.float32))
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_logits\[1\] \(nan\) must be finite or -inf"):
+        flashlab.attention(q, q, q, sink_logits=np.array([0, np.nan], np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
 # Errors: the Status message arrives as a Python exception, and no output is written
 # ---------------------------------------------------------------------------------------------
 def poisoned_call(q, k, v, out_shape=None, lse_shape=None, **kw):
