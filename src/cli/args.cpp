@@ -132,6 +132,7 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
       {"--softcap", true,
        [o](const std::string& opt, const std::string& v) { return parse_float(opt, v, &o->softcap); }},
       {"--alibi", false, flag(&o->alibi)},
+      {"--sinks", false, flag(&o->sinks)},
       {"--dropout", true,
        [o](const std::string& opt, const std::string& v) { return parse_float(opt, v, &o->dropout); }},
       {"--seed", true,
@@ -264,6 +265,7 @@ mask and scores:
   --window L,R         sliding window: L keys left, R keys right of the diagonal (-1 = unbounded)
   --softcap C          s = C * tanh(s / C)
   --alibi              ALiBi with the standard slopes 2^(-8h/H)
+  --sinks              attention sinks: one random logit per query head (cpu backends)
   --dropout P          dropout probability on the attention weights, in [0, 1)
   --seed N             seed of the random inputs and of the dropout mask (default 42)
 what to run:

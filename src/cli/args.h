@@ -33,6 +33,7 @@ struct BenchOptions {
   int64_t window_right = -1;
   float softcap = 0.0f;
   bool alibi = false;
+  bool sinks = false;  // attention sinks, one logit per query head (CPU backends)
   float dropout = 0.0f;
   uint64_t seed = 42;  // inputs and the dropout mask
 

@@ -26,6 +26,7 @@ testing::ProblemSpec make_spec(const BenchOptions& o) {
   s.window_right = o.window_right;
   s.softcap = o.softcap;
   s.alibi = o.alibi;
+  s.sinks = o.sinks;
   s.dropout_p = o.dropout;
   s.dropout_seed = o.seed;
   s.data_seed = o.seed;
@@ -47,6 +48,7 @@ alignas(256) unsigned char g_placeholder[12][256];
 
 Status ShapeOnlyParams::init(const testing::ProblemSpec& spec) {
   spec_ = spec;
+  sinks_.assign(static_cast<size_t>(std::max<int64_t>(spec.heads_q, 1)), 0.0f);
   rows_q_ = spec.seqlen_q;
   rows_k_ = spec.seqlen_k;
   if (!spec.lens_q.empty()) {
@@ -80,6 +82,7 @@ void ShapeOnlyParams::fill(AttentionConfig* c, Impl impl) const {
   c->head_dim = s.head_dim;
   c->softcap = s.softcap;
   c->alibi_slopes = s.alibi ? reinterpret_cast<const float*>(g_placeholder[11]) : nullptr;
+  c->sink_logits = s.sinks ? sinks_.data() : nullptr;  // validation reads these values (zeros)
   c->causal = s.causal;
   c->causal_align = s.causal_align;
   c->window_left = s.window_left;

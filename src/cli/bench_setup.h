@@ -27,6 +27,7 @@ class ShapeOnlyParams {
   void fill(AttentionConfig* c, Impl impl) const;
   testing::ProblemSpec spec_;
   std::vector<int32_t> cu_q_, cu_k_;
+  std::vector<float> sinks_;  // spec.sinks: zeros, readable by the validation
   int64_t rows_q_ = 0, rows_k_ = 0;  // rows per tensor: seqlen, or the packed total
 };
 

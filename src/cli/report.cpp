@@ -176,6 +176,7 @@ void print_json(const BenchReport& r, std::ostream& os) {
      << jstr(s.causal_align == CausalAlign::kBottomRight ? "bottom-right" : "top-left")
      << ", \"window\": [" << s.window_left << ", " << s.window_right
      << "], \"softcap\": " << jnum(s.softcap) << ", \"alibi\": " << jbool(s.alibi)
+     << ", \"sinks\": " << jbool(s.sinks)
      << ", \"dropout\": " << jnum(s.dropout_p) << ", \"seed\": " << o.seed
      << ", \"varlen_q\": " << jarray(s.lens_q) << ", \"varlen_k\": " << jarray(s.lens_k)
      << ", \"backward\": " << jbool(o.backward) << ", \"threads\": " << r.threads
