@@ -548,7 +548,7 @@ bool same_bits(const ft::HostTensor& a, const ft::HostTensor& b) { return a.byte
 ft::ProblemSpec property_spec() {
   ft::ProblemSpec s;
   s.dtype = DType::kBFloat16, s.batch = 2, s.seqlen_q = 203, s.seqlen_k = 150, s.heads_q = 4, s.heads_kv = 2;
-  s.head_dim = 72, s.causal = true, s.dropout_p = 0.2f, s.alibi = true, s.row_pad = 5;
+  s.head_dim = 72, s.causal = true, s.dropout_p = 0.2f, s.alibi = true, s.row_pad = 5, s.sinks = true;
   return s;
 }
 
@@ -558,10 +558,12 @@ TEST(Props, BackwardIsBitwiseReproducible) {
   pb.poison_backward_outputs();  // padding too: same_bits compares whole buffers
   ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash).ok());
   const ft::HostTensor dq = pb.dq, dk = pb.dk, dv = pb.dv;
+  const std::vector<float> dsink = pb.dsink;
   for (int run = 0; run < 3; ++run) {
     pb.poison_backward_outputs();
     ASSERT_TRUE(run_backward(pb, Impl::kCpuFlash).ok());
     EXPECT_TRUE(same_bits(pb.dq, dq) && same_bits(pb.dk, dk) && same_bits(pb.dv, dv)) << "run " << run;
+    EXPECT_EQ(pb.dsink, dsink) << "run " << run;
   }
 }
 
@@ -577,6 +579,7 @@ TEST(Props, OneThreadEqualsTwoThreads) {
     ASSERT_TRUE(run_backward(one, Impl::kCpuFlash, 1).ok());
     ASSERT_TRUE(run_backward(two, Impl::kCpuFlash, 2).ok());
     EXPECT_TRUE(same_bits(one.dq, two.dq) && same_bits(one.dk, two.dk) && same_bits(one.dv, two.dv));
+    EXPECT_EQ(one.dsink, two.dsink);
   }
 }
 
