@@ -90,6 +90,8 @@ def grade(spec, target_path, label, seed, gpu):
             fn(mod, rng)
     except NotImplementedError:
         return "todo", f"{target_path.name} still raises NotImplementedError"
+    except spec.grading.Skip as s:
+        return "skip", str(s)
     except spec.grading.Fail as f:
         return "fail", (f.check, f.message)
     except Exception as e:
@@ -160,7 +162,7 @@ def main(argv=None):
                         line += f": {detail[1]}"
                     counts["caught"] = counts.get("caught", 0) + 1
                 elif status == "skip":
-                    line = "skip (needs a GPU)"
+                    line = f"skip ({detail})"
                     counts["skip"] = counts.get("skip", 0) + 1
                 else:
                     line = f"NOT CAUGHT ({status})"
