@@ -112,3 +112,16 @@ def rand_compact(rng, shape, row_major=None):
 
 def pow2(rng, lo, hi):
     return 1 << int(rng.integers(lo, hi + 1))
+
+
+def flashlab_smem(rows, hdim, swizzled=True):
+    """flashlab's SmemLayoutQ/KV (src/cuda/sm80/kernel_traits.h) for 16-bit elements:
+    tile_to_shape(Swizzle<B,3,3> o (8, K):(K, 1), (rows, hdim)), K = 64 if hdim % 64 == 0 else 32,
+    B = 3 for K = 64, 2 for K = 32 (tile_to_shape is a blocked_product, tiles down the rows first).
+    Without swizzled: the same tiling with no swizzle (get_nonswizzle_portion)."""
+    c = cute()
+    k = 64 if hdim % 64 == 0 else 32
+    tiled = blocked_product(c.Layout((8, k), (k, 1)), c.Layout((rows // 8, hdim // k)))
+    if not swizzled:
+        return tiled
+    return c.ComposedLayout(c.Swizzle(3 if k == 64 else 2, 3, 3), 0, tiled)
