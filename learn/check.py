@@ -23,7 +23,8 @@ shared by all checks. A new topic is a new folder; a new exercise is a new folde
 Inputs are drawn fresh every run (the seed is printed first); they are never zero. A stub that still
 raises NotImplementedError is reported as todo, never as pass. Default mode exits 0 when nothing
 failed (todo is not a failure); exercises that need a GPU are skipped without one unless they have
-a CPU path.
+a CPU path. A check may raise grading.Skip(why) for a missing dependency (the cute topic without
+.deps/cutlass: run tools/setup.sh); a skip fails no mode.
 """
 
 import argparse
