@@ -1,6 +1,5 @@
 """Spec of cute/coalesce: exactly pycute's coalesce (its result is the canonical form)."""
 
-from grading import Fail
 from cute.common import cute, rand_compact, same_layout
 
 CONCEPT = "coalesce: drop shape-1 modes, merge s0:d0, s1:d1 when d1 == s0*d0; same function, fewer modes"
