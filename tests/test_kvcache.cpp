@@ -165,6 +165,7 @@ struct World {
         }
 
     p.dtype = DType::kFloat32;
+    p.cache_dtype = DType::kFloat32;
     p.impl = Impl::kReference;
     p.batch = B;
     p.seqlen_q = c.sq;
@@ -504,7 +505,13 @@ TEST(KvCache, ErrorsWriteNothing) {
       {"top-left", [](World& w) { w.p.causal_align = CausalAlign::kTopLeft; }, "kBottomRight"},
       {"dropout", [](World& w) { w.p.dropout_p = 0.1f; }, "dropout_p"},
       {"layout", [](World& w) { w.p.page_layout = KvLayout::kHND; }, "page_layout"},
-      {"dtype", [](World& w) { w.p.dtype = DType::kFloat8E4M3; }, "fp8"},
+      {"dtype", [](World& w) { w.p.dtype = DType::kFloat8E4M3; w.p.cache_dtype = DType::kFloat8E4M3; }, "fp8"},
+      {"mismatched dtypes", [](World& w) { w.p.cache_dtype = DType::kBFloat16; }, "cache_dtype (bf16) must equal dtype (fp32)"},
+      {"rotary cos only", [](World& w) { w.p.rotary_sin = nullptr; }, "rotary_cos and rotary_sin must both be set"},
+      {"negative split", [](World& w) { w.p.num_splits = -1; }, "num_splits (-1)"},
+      {"seqlen_new without k", [](World& w) { w.p.k_new = w.p.v_new = TensorRef{}; }, "seqlen_new (2) must be 0"},
+      {"max_pages", [](World& w) { w.p.max_pages = 0; }, "max_pages (0)"},
+      {"dim stride", [](World& w) { w.p.k_cache.dim_stride = 2; }, "k_cache dim_stride (2) must be 1"},
       {"impl", [](World& w) { w.p.impl = Impl::kCpuFlash; }, "does not support the KV-cache path yet"},
       {"rotary pos", [](World& w) { w.p.rotary_max_pos = 3; }, "rotary_max_pos (3) too small"},
       {"heads", [](World& w) { w.p.heads_q = 3; }, "multiple of heads_kv"},
@@ -526,8 +533,8 @@ TEST(KvCache, ErrorsWriteNothing) {
     EXPECT_TRUE(same_bits(w.k_cache, k0) && same_bits(w.v_cache, v0)) << e.what;
     EXPECT_TRUE(same_bits(w.out, o0) && same_bits(w.lse, l0)) << e.what;
     const Status st2 = kvcache_append(w.p);
-    // kvcache_append ignores q/out (so seqlen_q) and runs on the reference whatever impl says.
-    if (std::string(e.what) != "sq > L causal" && std::string(e.what) != "impl") {
+    // kvcache_append ignores q/out, so seqlen_q is no error there.
+    if (std::string(e.what) != "sq > L causal") {
       EXPECT_FALSE(st2.ok()) << e.what;
       EXPECT_TRUE(same_bits(w.k_cache, k0) && same_bits(w.v_cache, v0)) << e.what;
     }

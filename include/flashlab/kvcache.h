@@ -32,7 +32,7 @@ enum class RotaryStyle : int {
   kNeoX = 1,         // GPT-NeoX / Llama: rotates pairs (i, i + rotary_dim/2)
 };
 
-// AttentionConfig's fields keep their meaning: dtype (of q, the caches, k_new, v_new and out),
+// AttentionConfig's fields keep their meaning: dtype (of q and out; cache_dtype must match),
 // device, impl, batch, seqlen_q, heads_q, heads_kv, head_dim, softmax_scale, softcap, ALiBi,
 // causal (always bottom-right against the attended length: causal_align must be kBottomRight),
 // window, num_threads, stream, workspace. Unused here: seqlen_k (set from the cache), dropout
@@ -46,6 +46,9 @@ struct KvCacheParams : AttentionConfig {
 
   // --- the cache (written in place when k_new/v_new are given)
   MutTensorRef k_cache, v_cache;
+  // Element type of k_cache, v_cache, k_new and v_new, so a binding passes what it holds and gets
+  // an error instead of reinterpreted bytes. Must equal dtype for now (no fp8 or mixed caches).
+  DType cache_dtype = DType::kBFloat16;  // the same default as dtype
   // contiguous cache (block_table null)
   int64_t batch_cache = 0;       // rows of the cache; 0 = batch
   int64_t max_seqlen_cache = 0;  // slots per row (the capacity)

@@ -8,6 +8,7 @@
 // ceil((cache_seqlens + seqlen_new) / page_size) pages) must be valid, the rest may be padding.
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "api/device.h"
 #include "api/validate.h"
@@ -66,6 +67,9 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   if (!attend && c.seqlen_q < 1) c.seqlen_q = 1;
   FLASHLAB_RETURN_IF_ERROR(validate_config(c));
 
+  if (p.cache_dtype != p.dtype)
+    return invalid("cache_dtype (", to_string(p.cache_dtype), ") must equal dtype (", to_string(p.dtype),
+                   "): caches of another type than the queries are not supported yet");
   if (attend) {
     FLASHLAB_RETURN_IF_ERROR(check_ref("q", p.q));
     FLASHLAB_RETURN_IF_ERROR(check_ref("out", p.out));
@@ -105,6 +109,18 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   if (p.split_size < 0) return invalid("split_size (", p.split_size, ") must be >= 0 (0 = use num_splits)");
   if (p.split_size > 0 && p.num_splits > 1)
     return invalid("set num_splits (", p.num_splits, ") or split_size (", p.split_size, "), not both");
+
+  // Placement (CUDA builds ask the runtime; a CPU-only build cannot tell).
+  const std::pair<const void*, const char*> placed[] = {
+      {attend ? p.q.ptr : nullptr, "q"},     {attend ? p.out.ptr : nullptr, "out"},
+      {attend ? p.lse : nullptr, "lse"},     {p.k_cache.ptr, "k_cache"},
+      {p.v_cache.ptr, "v_cache"},            {p.k_new.ptr, "k_new"},
+      {p.v_new.ptr, "v_new"},                {p.cache_seqlens, "cache_seqlens"},
+      {p.cache_leftpad, "cache_leftpad"},    {p.cache_batch_idx, "cache_batch_idx"},
+      {p.block_table, "block_table"},        {p.rotary_cos, "rotary_cos"},
+      {p.rotary_sin, "rotary_sin"}};
+  for (const auto& t : placed)
+    if (t.first) FLASHLAB_RETURN_IF_ERROR(check_pointer_device(t.first, p.device, t.second));
 
   if (p.device != Device::kCPU)
     return Status::Unsupported(std::string("impl ") + to_string(p.impl == Impl::kAuto ? Impl::kAuto : p.impl) +
