@@ -23,7 +23,8 @@ shared by all checks. A new topic is a new folder; a new exercise is a new folde
 Inputs are drawn fresh every run (the seed is printed first); they are never zero. A stub that still
 raises NotImplementedError is reported as todo, never as pass. Default mode exits 0 when nothing
 failed (todo is not a failure); exercises that need a GPU are skipped without one unless they have
-a CPU path.
+a CPU path. A check may raise grading.Skip(why) for a missing dependency (the cute topic without
+.deps/cutlass: run tools/setup.sh); a skip fails no mode.
 """
 
 import argparse
@@ -90,6 +91,8 @@ def grade(spec, target_path, label, seed, gpu):
             fn(mod, rng)
     except NotImplementedError:
         return "todo", f"{target_path.name} still raises NotImplementedError"
+    except spec.grading.Skip as s:
+        return "skip", str(s)
     except spec.grading.Fail as f:
         return "fail", (f.check, f.message)
     except Exception as e:
@@ -160,7 +163,7 @@ def main(argv=None):
                         line += f": {detail[1]}"
                     counts["caught"] = counts.get("caught", 0) + 1
                 elif status == "skip":
-                    line = "skip (needs a GPU)"
+                    line = f"skip ({detail})"
                     counts["skip"] = counts.get("skip", 0) + 1
                 else:
                     line = f"NOT CAUGHT ({status})"

@@ -75,3 +75,21 @@ struct BuildInfo {
 BuildInfo build_info();
 
 }  // namespace flashlab
+
+// ---- inference: attention against a K/V cache (flashlab/kvcache.h, docs/kvcache.md)
+#include "flashlab/kvcache.h"
+
+namespace flashlab {
+
+// Appends k_new/v_new (rotary applied to k) into the cache, then attends q to the attended keys.
+// Validates everything first (on the CPU also cache_seqlens, leftpad and the page table entries):
+// on error nothing, cache included, is written.
+Status attention_with_kvcache(const KvCacheParams& params);
+// The append (and rotary on the new keys) only; q, out, lse are not used.
+Status kvcache_append(const KvCacheParams& params);
+// Device scratch attention_with_kvcache needs in workspace (0 on the CPU).
+Status kvcache_workspace_size(const KvCacheParams& params, int64_t* bytes);
+// Merges split-KV partial results (CombineParams, flashlab/kvcache.h).
+Status attention_combine(const CombineParams& params);
+
+}  // namespace flashlab

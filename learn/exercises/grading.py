@@ -16,6 +16,10 @@ class Fail(Exception):
         self.message = message
 
 
+class Skip(Exception):
+    """Raised by a check that cannot run here (a missing dependency): reported as skip, not fail."""
+
+
 def randn(rng, *shape, scale=1.0):
     """Normal float64 values, never exactly zero (a zero input hides missing terms)."""
     x = rng.standard_normal(shape)

@@ -139,3 +139,36 @@ def test_cuda_basics_topic():
     for folder in exs:
         assert list((folder / "mutants").glob("*.py")), folder.name
         assert "NEEDS_GPU = False" in (folder / "check.py").read_text(), folder.name
+
+
+CUTE_TOPICS = ("layout_index", "size_cosize", "coalesce", "composition", "complement", "right_inverse",
+               "logical_divide_1d", "logical_divide_2d", "zipped_divide", "logical_product",
+               "blocked_raked_product", "swizzle_fn", "smem_swizzle", "ldmatrix_conflicts", "mma_tv_layout",
+               "copy_partition", "rowcol_layout", "acc_to_a_layout")
+
+
+def test_cute_topic():
+    """The CuTe track: at least 15 host-checkable exercises graded against pycute, each with a
+    mutant, none needing a GPU, none importing pycute in the learner's files."""
+    check, _ = _checker()
+    exs = {n: f for t, n, f in check.discover() if t == "cute"}
+    assert len(exs) >= 15 and set(CUTE_TOPICS) <= set(exs)
+    for name, folder in exs.items():
+        assert list((folder / "mutants").glob("*.py")), name
+        assert "NEEDS_GPU = False" in (folder / "check.py").read_text(), name
+        for f in [folder / "stub.py", folder / "solution.py", *(folder / "mutants").glob("*.py")]:
+            imports = [ln for ln in f.read_text().splitlines() if ln.lstrip().startswith(("import ", "from "))]
+            assert not [ln for ln in imports if "pycute" in ln or "cute" in ln.split()[1]], \
+                f"{name}/{f.name} must not use pycute (the learner computes the answers by hand)"
+
+
+def test_cute_topic_skips_without_cutlass():
+    """Without .deps/cutlass (tools/setup.sh not run) the cute exercises are skipped, saying why."""
+    import os
+
+    env = {**os.environ, "FLASHLAB_CUTLASS_DIR": "/nonexistent/cutlass"}
+    for mode in ("--solutions", "--mutants"):
+        r = subprocess.run([sys.executable, str(CHECK), "cute", mode], capture_output=True, text=True,
+                           timeout=300, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "skip" in r.stdout and "tools/setup.sh" in r.stdout and "pass" not in r.stdout
