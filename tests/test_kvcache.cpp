@@ -504,6 +504,7 @@ TEST(KvCache, ErrorsWriteNothing) {
       {"splits both", [](World& w) { w.p.num_splits = 3; w.p.split_size = 8; }, "not both"},
       {"top-left", [](World& w) { w.p.causal_align = CausalAlign::kTopLeft; }, "kBottomRight"},
       {"dropout", [](World& w) { w.p.dropout_p = 0.1f; }, "dropout_p"},
+      {"sinks", [](World& w) { static const float s[8] = {}; w.p.sink_logits = s; }, "sink_logits (attention sinks)"},
       {"layout", [](World& w) { w.p.page_layout = KvLayout::kHND; }, "page_layout"},
       {"dtype", [](World& w) { w.p.dtype = DType::kFloat8E4M3; w.p.cache_dtype = DType::kFloat8E4M3; }, "fp8"},
       {"mismatched dtypes", [](World& w) { w.p.cache_dtype = DType::kBFloat16; }, "cache_dtype (bf16) must equal dtype (fp32)"},

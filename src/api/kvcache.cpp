@@ -40,6 +40,8 @@ Status check_ref(const char* name, const R& t) {
 // Everything that does not depend on the selected implementation. `attend`: q/out/lse are used.
 Status validate_kvcache(const KvCacheParams& p, bool attend) {
   if (p.dropout_p != 0.0f) return invalid("dropout_p (", p.dropout_p, ") must be 0 on the KV-cache path");
+  if (p.sink_logits)  // the split/combine reference has no sink term yet: refuse rather than ignore it
+    return Status::Unsupported("sink_logits (attention sinks) is not supported on the KV-cache path yet");
   if (p.cu_seqlens_q || p.cu_seqlens_k)
     return invalid("cu_seqlens_q / cu_seqlens_k must be null on the KV-cache path (cache_seqlens gives the lengths)");
   if (p.causal_align != CausalAlign::kBottomRight)
