@@ -62,6 +62,22 @@ inline int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+// The problem both checkers' self-tests use: awkward lengths (113 queries, 203 keys), GQA 4/2,
+// head_dim 72 (off the buckets), causal, inputs scaled by 2.
+inline ProblemSpec checker_self_test_spec(DType dt) {
+  ProblemSpec s;
+  s.batch = 2;
+  s.seqlen_q = 113;
+  s.seqlen_k = 203;
+  s.heads_q = 4;
+  s.heads_kv = 2;
+  s.head_dim = 72;
+  s.dtype = dt;
+  s.causal = true;
+  s.input_scale = 2.0f;
+  return s;
+}
+
 inline double unit_roundoff(DType d) {
   return d == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
 }

@@ -292,16 +292,7 @@ TEST(CudaBackward, ToleranceCoversKernelNumerics) {
 
 TEST(CudaBackward, CheckerSelfTest) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
-    ProblemSpec s;
-    s.batch = 2;
-    s.seqlen_q = 113;
-    s.seqlen_k = 203;
-    s.heads_q = 4;
-    s.heads_kv = 2;
-    s.head_dim = 72;
-    s.dtype = dt;
-    s.causal = true;
-    s.input_scale = 2.0f;
+    const ProblemSpec s = checker_self_test_spec(dt);
     Problem pb(s);
     reference_forward_into(pb, NAN);
     const Problem exact = exact_backward(pb, NAN);

@@ -196,16 +196,7 @@ TEST(CudaForward, ToleranceCoversKernelNumerics) {
 
 TEST(CudaForward, CheckerSelfTest) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
-    ProblemSpec s;
-    s.batch = 2;
-    s.seqlen_q = 113;
-    s.seqlen_k = 203;
-    s.heads_q = 4;
-    s.heads_kv = 2;
-    s.head_dim = 72;
-    s.dtype = dt;
-    s.causal = true;
-    s.input_scale = 2.0f;
+    const ProblemSpec s = checker_self_test_spec(dt);
     Problem pb(s);
     const Problem exact = exact_forward(pb, NAN);
     // A correct implementation with the kernel's precision (fp32 compute, dtype output) passes.
