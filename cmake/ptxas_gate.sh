@@ -4,8 +4,8 @@
 # (checked with tools/sm90_probe.sh's negative test, nvcc 13.0). Only sources under an sm90 folder
 # are gated; every other command runs unchanged. Spills are errors by the sm90 sources' own flags
 # (-Xptxas=-warn-spills,--warning-as-error).
-# Proposed wiring (docs/design/sm90-forward.md §10), once src/cuda/sm90/ exists:
-#   set_property(TARGET flashlab PROPERTY CUDA_COMPILER_LAUNCHER ${PROJECT_SOURCE_DIR}/cmake/ptxas_gate.sh)
+# Wired in src/cuda/CMakeLists.txt (the CUDA compiler launcher of target flashlab):
+#   set_property(TARGET flashlab PROPERTY CUDA_COMPILER_LAUNCHER .../cmake/ptxas_gate.sh)
 # By hand: cmake/ptxas_gate.sh nvcc <flags> -c src/cuda/sm90/....cu -o out.o
 set -uo pipefail
 case " $* " in

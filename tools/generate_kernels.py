@@ -28,6 +28,13 @@ ARCHS = {
         "head_dims": [32, 64, 96, 128, 192, 256],
         "dtypes": ["bf16", "fp16"],
     },
+    # The Hopper forward (src/cuda/sm90/): compiled for sm_90a only; its backward is cuda_sm80's.
+    "sm90": {
+        "impl": "cuda_sm90",
+        "passes": {"fwd": ("fwd_launch.h", "run_fwd", "FwdArguments", "Forward")},
+        "head_dims": [32, 64, 96, 128, 192, 256],
+        "dtypes": ["bf16", "fp16"],
+    },
 }
 DTYPE_ENUM = {"bf16": "kBFloat16", "fp16": "kFloat16"}
 

@@ -39,6 +39,14 @@ Status sm80_backward(const BwdParams& p);
 Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 #endif
 
+#if defined(FLASHLAB_WITH_CUDA_SM90)
+// The Hopper forward (TMA, wgmma, warp specialization), src/cuda/sm90/ (api_sm90.cpp): sm_90
+// devices only, forward only. Backward, dropout, variable-length batches and sinks are refused
+// (kUnsupported naming cuda_sm80), so kAuto serves them with cuda_sm80.
+Status sm90_supports(const AttentionConfig& c, bool backward);
+Status sm90_forward(const FwdParams& p);
+#endif
+
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).
 constexpr int64_t kCpuMaxHeadDim = 512;
 

@@ -91,9 +91,26 @@ Status sm80_supports_named(const AttentionConfig& c, bool backward, const char*)
 }
 #endif
 
+#if defined(FLASHLAB_WITH_CUDA_SM90)
+Status sm90_supports_named(const AttentionConfig& c, bool backward, const char*) {
+  return sm90_supports(c, backward);
+}
+// Never reached (sm90_supports refuses every backward call); the table wants a function.
+Status sm90_backward_refused(const BwdParams& p) {
+  return sm90_supports(p, /*backward=*/true);
+}
+#endif
+
 // Order matters for kAuto: the first available row that supports the call wins, so the fastest
 // implementation of each device comes first.
 const Backend kBackends[] = {
+#if defined(FLASHLAB_WITH_CUDA_SM90)
+    // The Hopper forward: sm_90 devices, forward only; what it refuses (backward, dropout, varlen,
+    // sinks) kAuto serves with cuda_sm80, the next row.
+    {Impl::kCudaSm90, Device::kCUDA,
+     "Hopper forward for sm_90 (TMA, wgmma, warp-specialized); backward, dropout, varlen, sinks: cuda_sm80",
+     sm90_supports_named, sm90_forward, sm90_backward_refused, nullptr, nullptr},
+#endif
 #if defined(FLASHLAB_WITH_CUDA_SM80)
     // The production path: verified on the H100 (GPU sweeps of 1000 forward and 1000 backward
     // configurations, compute-sanitizer clean), every feature, caller-provided workspace only.

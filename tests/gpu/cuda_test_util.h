@@ -41,14 +41,33 @@ namespace cuda_test {
 using flashlab::testing::HostTensor;
 using flashlab::testing::ProblemSpec;
 
-// The production CUDA implementations this build compiled (cuda_sm80; cuda_sm90 once it exists),
-// experimental ones included: every row of list_implementations() on device cuda named "cuda_*"
-// (the learning kernels are learn_v*). The GPU sweeps are instantiated once for each; rows are
-// listed whether or not a GPU is present, so without one each instance skips.
-inline std::vector<Impl> production_cuda_impls() {
+// Whether `impl` has a backward pass at all: cuda_sm90 (the Hopper forward) refuses every backward
+// call, before any device query, with "the backward pass is not supported".
+inline bool has_backward(Impl impl) {
+  BwdParams p;
+  p.device = Device::kCUDA;
+  p.impl = impl;
+  p.dtype = DType::kBFloat16;
+  p.batch = 1;
+  p.seqlen_q = p.seqlen_k = 128;
+  p.heads_q = p.heads_kv = 1;
+  p.head_dim = 128;
+  int64_t bytes = 0;
+  const Status st = backward_workspace_size(p, &bytes);
+  return !(st.code() == StatusCode::kUnsupported && st.message().find("the backward pass") != std::string::npos);
+}
+
+// The production CUDA implementations this build compiled (cuda_sm80, cuda_sm90 where sm_90a is
+// built), experimental ones included: every row of list_implementations() on device cuda named
+// "cuda_*" (the learning kernels are learn_v*); for the backward sweeps only those with a backward.
+// The GPU sweeps are instantiated once for each; rows are listed whether or not a GPU is present,
+// so without one each instance skips.
+inline std::vector<Impl> production_cuda_impls(bool backward = false) {
   std::vector<Impl> impls;
   for (const ImplInfo& info : list_implementations())
-    if (info.device == Device::kCUDA && std::strncmp(info.name, "cuda_", 5) == 0) impls.push_back(info.impl);
+    if (info.device == Device::kCUDA && std::strncmp(info.name, "cuda_", 5) == 0 &&
+        (!backward || has_backward(info.impl)))
+      impls.push_back(info.impl);
   return impls;
 }
 
@@ -201,6 +220,12 @@ inline int64_t written_padding(const HostTensor& t) {
     if (!logical[i] && w != 0xffffu) ++n;
   }
   return n;
+}
+
+// A feature the implementation leaves to another one (cuda_sm90: dropout, varlen -> cuda_sm80):
+// the sweep counts these configurations apart; kAuto's routing is tested on its own (AutoPicks).
+inline bool routed_elsewhere(const Status& st) {
+  return st.code() == StatusCode::kUnsupported && st.message().find("impl=auto picks") != std::string::npos;
 }
 
 inline bool not_built(const Status& st) {

@@ -595,7 +595,7 @@ TEST_P(CudaBackwardImpl, Workspace) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Impls, CudaBackwardImpl, ::testing::ValuesIn(production_cuda_impls()),
+INSTANTIATE_TEST_SUITE_P(Impls, CudaBackwardImpl, ::testing::ValuesIn(production_cuda_impls(/*backward=*/true)),
                          impl_test_name);
 
 #endif  // FLASHLAB_WITH_CUDA

@@ -285,6 +285,14 @@ Status run_forward(DeviceProblem& dev, Impl impl, float softmax_scale, void* str
   return st;
 }
 
+// Whether `impl` takes the configuration `s` (its forward run once, the result dropped).
+Status run_forward_status_only(const ProblemSpec& s, Impl impl) {
+  Problem pb(s);
+  DeviceProblem dev;
+  FLASHLAB_RETURN_IF_ERROR(dev.init(&pb));
+  return run_forward(dev, impl, NAN);
+}
+
 // One random configuration of the sweep, with its softmax scale (NaN: the default).
 struct SweepCase {
   ProblemSpec spec;
@@ -318,7 +326,7 @@ TEST_P(CudaForwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_SEED", 2024)));
-  int ran = 0, skipped = 0, failed = 0;
+  int ran = 0, skipped = 0, routed = 0, failed = 0;
   for (int i = 0; i < n; ++i) {
     const SweepCase c = random_case(rng);
     Problem pb(c.spec);
@@ -330,6 +338,10 @@ TEST_P(CudaForwardImpl, Sweep) {
                              (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale));
     if (not_built(st)) {
       ++skipped;
+      continue;
+    }
+    if (routed_elsewhere(st)) {
+      ++routed;
       continue;
     }
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
@@ -344,8 +356,8 @@ TEST_P(CudaForwardImpl, Sweep) {
       if (failed >= 20) break;  // enough to diagnose
     }
   }
-  std::printf("[ sweep    ] %s: %d configurations run, %d skipped (not built), %d failed\n",
-              flashlab::to_string(GetParam()), ran, skipped, failed);
+  std::printf("[ sweep    ] %s: %d configurations run, %d skipped (not built), %d left to another impl, %d failed\n",
+              flashlab::to_string(GetParam()), ran, skipped, routed, failed);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
@@ -359,7 +371,8 @@ TEST_P(CudaForwardImpl, Determinism) {
   s.heads_kv = 2;
   s.head_dim = 128;
   s.causal = true;
-  s.dropout_p = 0.2f;
+  s.dropout_p = 0.2f;  // where the implementation has dropout; else the same call without it
+  if (routed_elsewhere(run_forward_status_only(s, GetParam()))) s.dropout_p = 0.0f;
   Problem pb(s);
   DeviceProblem dev;
   const Status up = dev.init(&pb);
@@ -381,7 +394,9 @@ TEST_P(CudaForwardImpl, Determinism) {
 INSTANTIATE_TEST_SUITE_P(Impls, CudaForwardImpl, ::testing::ValuesIn(production_cuda_impls()),
                          impl_test_name);
 
-// kAuto's choice on the GPU: cuda_sm80 (the first production row of the dispatch table).
+// kAuto's choice on the GPU: cuda_sm90 on a compute-capability-9.0 device when it is built (the
+// first row of the dispatch table), else cuda_sm80; what cuda_sm90 refuses (dropout, varlen, the
+// backward) goes to cuda_sm80.
 TEST(CudaForward, AutoPicks) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device: kAuto's choice not exercised";
   AttentionConfig c = sm80_config();
@@ -390,7 +405,18 @@ TEST(CudaForward, AutoPicks) {
   const Status st = flashlab::resolve_impl(c, &chosen);
   if (not_built(st)) GTEST_SKIP() << st.message();
   ASSERT_TRUE(st.ok()) << st.to_string();
-  EXPECT_EQ(chosen, Impl::kCudaSm80);
+  int device = 0;
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, device), cudaSuccess);
+  bool sm90_built = false;
+  for (const auto& info : flashlab::list_implementations())
+    if (info.impl == Impl::kCudaSm90) sm90_built = true;
+  const bool hopper = prop.major == 9 && prop.minor == 0;
+  EXPECT_EQ(chosen, hopper && sm90_built ? Impl::kCudaSm90 : Impl::kCudaSm80) << flashlab::to_string(chosen);
+  c.dropout_p = 0.1f;  // cuda_sm90 leaves dropout to cuda_sm80
+  ASSERT_TRUE(flashlab::resolve_impl(c, &chosen).ok());
+  EXPECT_EQ(chosen, Impl::kCudaSm80) << flashlab::to_string(chosen);
   bool listed = false;
   for (const auto& info : flashlab::list_implementations())
     if (info.impl == Impl::kCudaSm80) listed = info.available && !info.experimental;

@@ -33,6 +33,16 @@ struct OnlineSoftmax {
   // o: (rows, HDIM cols) the output accumulator, rescaled by α.
   template <typename TensorS, typename TensorO>
   __device__ void update(TensorS& s, TensorO& o, float scale_log2) {
+    float alpha[kRows];
+    update_stats(s, scale_log2, alpha);
+    rescale(o, alpha);
+  }
+
+  // update() in two halves, for kernels that may touch O only later than S (sm90: P(n)·V(n) is
+  // still in flight on the tensor cores while the softmax of block n + 1 runs; O is rescaled once
+  // that product retired). update_stats: m, P, l and each row's α; rescale: O *= α.
+  template <typename TensorS>
+  __device__ void update_stats(TensorS& s, float scale_log2, float (&alpha)[kRows]) {
     static_assert(decltype(size<0>(s))::value == kRows, "one softmax state per accumulator row");
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
@@ -42,7 +52,7 @@ struct OnlineSoftmax {
       m = quad_max(m);
       // The first block needs no special case: m = -inf gives α = 0 and O, l are still 0.
       const float m_scaled = m == -INFINITY ? 0.0f : m * scale_log2;
-      const float alpha = fast_exp2(row_max[r] * scale_log2 - m_scaled);
+      alpha[r] = fast_exp2(row_max[r] * scale_log2 - m_scaled);
       row_max[r] = m;
       float sum = 0.0f;
       CUTE_UNROLL
@@ -51,9 +61,15 @@ struct OnlineSoftmax {
         s(r, c) = p;
         sum += p;
       }
-      row_sum[r] = row_sum[r] * alpha + sum;
+      row_sum[r] = row_sum[r] * alpha[r] + sum;
+    }
+  }
+  template <typename TensorO>
+  __device__ void rescale(TensorO& o, const float (&alpha)[kRows]) const {
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
       CUTE_UNROLL
-      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= alpha;
+      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= alpha[r];
     }
   }
 

@@ -1,0 +1,53 @@
+// src/cuda/sm90/fwd_launch.h — from FwdArguments to a Hopper forward launch on the caller's stream.
+//
+// run_fwd<dtype, head_dim>() is what the generated instantiations compile: the tile of
+// tile_size.h, the kernel from its pieces (flash_fwd_kernel.h), the TMA descriptors built on the
+// host (three cuTensorMapEncodeTiled calls inside make_tma_copy), then the launch. No host
+// synchronization, no allocation. Dropout, varlen, sinks never reach it (api_sm90.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/launch.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/common/variant.h"
+#include "cuda/sm90/epilogue_fwd.h"
+#include "cuda/sm90/flash_fwd_kernel.h"
+#include "cuda/sm90/kernel_traits.h"
+#include "cuda/sm90/mainloop_fwd.h"
+#include "cuda/sm90/tile_size.h"
+
+namespace flashlab {
+namespace sm90 {
+
+constexpr const char* kImplName = "cuda_sm90";
+
+template <typename Traits, typename StagesT = AllStages>
+using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::FwdTileScheduler,
+                                 common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, StagesT>;
+
+template <typename Kernel>
+Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
+  constexpr int kSmem = Kernel::kSharedStorageBytes;
+  static_assert(kSmem <= 227 * 1024, "tile_size.h promises <= 227 KiB of shared memory (H100 / H200)");
+  // No query rows: nothing to launch, and TMA descriptors of empty tensors would be refused.
+  if (args.seq.batch == 0 || args.seq.heads_q == 0 || args.seq.seqlen_q == 0) return Status::Ok();
+  const typename Kernel::Params params = Kernel::to_params(args);
+  const dim3 grid = Kernel::grid(params);
+  FLASHLAB_RETURN_IF_ERROR(
+      common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, "forward", Kernel::kHeadDim));
+  device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);
+  return common::cuda_error(cudaGetLastError(), kImplName, "forward kernel launch");
+}
+
+template <DType kDType, int kHeadDim>
+Status run_fwd(const common::FwdArguments& args, void* stream) {
+  using Element = typename common::ElementOf<kDType>::type;
+  constexpr FwdTileSize kTile = fwd_tile_size(kHeadDim);
+  using Traits = FwdTraits<kHeadDim, kTile.block_m, kTile.block_n, kTile.stages, Element>;
+  return launch_fwd<FwdKernel<Traits>>(args, static_cast<cudaStream_t>(stream));
+}
+
+}  // namespace sm90
+}  // namespace flashlab

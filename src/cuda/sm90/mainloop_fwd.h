@@ -1,0 +1,179 @@
+// src/cuda/sm90/mainloop_fwd.h — the Hopper forward's loads and matrix products.
+//
+// Producer side (one elected thread): Q once onto barrier_q, then K(n) and V(n) for the key blocks
+// from last to first, each through its own 2-stage TMA pipeline, so that Q·K(n - 1) can start while
+// V(n) still lands. Consumer side (each consumer warpgroup, its 64 query rows): S = Q·Kᵀ (SS wgmma)
+// and O += P·V (RS wgmma, P in registers), issued here and waited for by the kernel, which decides
+// how the products overlap with the softmax (flash_fwd_kernel.h).
+// Arguments: common::FwdInputArgs and the sequence sizes; Params: the TMA descriptors (built on the
+// host, one CUtensorMap each, passed in the __grid_constant__ kernel parameters).
+#pragma once
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+
+#include <cutlass/arch/barrier.h>
+
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/sm90/fragments.h"
+#include "cuda/sm90/pipeline.h"
+
+namespace flashlab {
+namespace sm90 {
+
+using namespace cute;
+
+template <typename Traits_>
+struct MainloopFwd {
+  using Traits = Traits_;
+  using Element = typename Traits::Element;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kStages = Traits::kStages;
+  using TileQ = Shape<Int<kBlockM>, Int<kHeadDim>>;
+  using TileKV = Shape<Int<kBlockN>, Int<kHeadDim>>;
+  using ShapeQKV = typename Traits::ShapeQKV;
+  using StrideQKV = typename Traits::StrideQKV;
+  using PipelineK = PipelineTmaAsyncWarpgroupRelease<kStages>;
+  using PipelineV = PipelineTmaAsyncWarpgroupRelease<kStages>;
+  using PipelineState = typename PipelineK::PipelineState;
+
+  struct Arguments {
+    common::FwdInputArgs in;
+    common::SeqArgs seq;
+  };
+  struct Params {
+    typename Traits::TmaQ tma_q;
+    typename Traits::TmaKV tma_k;
+    typename Traits::TmaKV tma_v;
+    ShapeQKV shape_q, shape_k;
+    int kv_group;
+  };
+
+  struct SharedStorage {
+    // SW128 tiles need 1024-byte alignment (the swizzle pattern repeats every 8 rows of 128 B).
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;  // (BLK_M, HDIM); later O
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;  // (BLK_N, HDIM, STAGES)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutV>, 1024> v;  // (BLK_N, HDIM, STAGES)
+    cutlass::arch::ClusterTransactionBarrier barrier_q;
+    typename PipelineK::SharedStorage pipeline_k;
+    typename PipelineV::SharedStorage pipeline_v;
+  };
+
+  // TMA needs every non-unit stride to be a multiple of 16 bytes below 2^40 (api_sm90.cpp checks
+  // the caller's); a dimension of extent 1 never uses its stride, so any legal one stands in.
+  static int64_t legal_stride(int64_t stride, int extent) { return extent == 1 ? 8 : stride; }
+
+  // Host: the descriptors. The K/V descriptors describe at least one row: TMA refuses an empty
+  // tensor, and seqlen_k = 0 is a legal call (every key block range is empty: nothing is loaded).
+  static Params to_params(const Arguments& a) {
+    const common::SeqArgs& s = a.seq;
+    const int heads_kv = s.heads_q / a.in.kv_group;
+    const int rows_k = s.seqlen_k > 0 ? s.seqlen_k : 1;
+    const ShapeQKV shape_q{s.seqlen_q, a.in.head_dim, s.heads_q, s.batch};
+    const ShapeQKV shape_k{rows_k, a.in.head_dim, heads_kv, s.batch};
+    auto stride = [&](int64_t row, int64_t head, int64_t batch, int rows, int heads) {
+      return StrideQKV{legal_stride(row, rows), _1{}, legal_stride(head, heads), legal_stride(batch, s.batch)};
+    };
+    auto gmem = [](const void* ptr, ShapeQKV shape, StrideQKV stride) {
+      return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);
+    };
+    const StrideQKV stride_q = stride(a.in.q_row_stride, a.in.q_head_stride, a.in.q_batch_stride, s.seqlen_q, s.heads_q);
+    const StrideQKV stride_k = stride(a.in.k_row_stride, a.in.k_head_stride, a.in.k_batch_stride, rows_k, heads_kv);
+    const StrideQKV stride_v = stride(a.in.v_row_stride, a.in.v_head_stride, a.in.v_batch_stride, rows_k, heads_kv);
+    return Params{
+        make_tma_copy(SM90_TMA_LOAD{}, gmem(a.in.q, shape_q, stride_q), typename Traits::SmemLayoutQ{}, TileQ{},
+                      _1{}),
+        make_tma_copy(SM90_TMA_LOAD{}, gmem(a.in.k, shape_k, stride_k), take<0, 2>(typename Traits::SmemLayoutK{}),
+                      TileKV{}, _1{}),
+        make_tma_copy(SM90_TMA_LOAD{}, gmem(a.in.v, shape_k, stride_v), take<0, 2>(typename Traits::SmemLayoutV{}),
+                      TileKV{}, _1{}),
+        shape_q,
+        shape_k,
+        a.in.kv_group};
+  }
+
+  CUTE_DEVICE static void prefetch_descriptors(const Params& p) {
+    prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+  }
+
+  // ---- Producer: one thread. Key blocks n_max - 1 down to n_min (the consumers' order).
+  CUTE_DEVICE static void load(const Params& p, const common::WorkTile& t, int n_min, int n_max, PipelineK& pipeline_k,
+                               PipelineV& pipeline_v, SharedStorage& smem) {
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, HDIM)
+    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{});  // (BLK_N, HDIM, STAGES)
+    Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
+    const int head_kv = t.head / p.kv_group;
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch);   // (seqlen_q, d)
+    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch);  // (seqlen_k, d)
+    Tensor mV = p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch);  // (seqlen_k, d)
+    Tensor gQ = local_tile(mQ, TileQ{}, make_coord(t.m_block, _0{}));      // (BLK_M, HDIM)
+    Tensor gK = local_tile(mK, TileKV{}, make_coord(_, _0{}));             // (BLK_N, HDIM, n)
+    Tensor gV = local_tile(mV, TileKV{}, make_coord(_, _0{}));             // (BLK_N, HDIM, n)
+    auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
+                                      group_modes<0, 2>(gQ));  // (TMA), (TMA)
+    auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK),
+                                      group_modes<0, 2>(gK));  // (TMA, n), (TMA, STAGES)
+    auto [tVgV, tVsV] = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV),
+                                      group_modes<0, 2>(gV));  // (TMA, n), (TMA, STAGES)
+
+    // Rows past the sequence (and columns past head_dim) arrive as zeros; the byte count is the
+    // whole box's either way.
+    smem.barrier_q.arrive_and_expect_tx(Traits::kTmaBytesQ);
+    copy(p.tma_q.with(reinterpret_cast<uint64_t&>(smem.barrier_q), /*mcast_mask=*/0), tQgQ, tQsQ);
+    PipelineState state_k = cutlass::make_producer_start_state<PipelineK>();
+    PipelineState state_v = cutlass::make_producer_start_state<PipelineV>();
+    // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
+    // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
+    CUTE_NO_UNROLL
+    for (int n = n_max - 1; n >= n_min; --n) {
+      pipeline_k.producer_acquire(state_k);
+      copy(p.tma_k.with(*pipeline_k.producer_get_barrier(state_k), 0), tKgK(_, n), tKsK(_, state_k.index()));
+      ++state_k;
+      pipeline_v.producer_acquire(state_v);
+      copy(p.tma_v.with(*pipeline_v.producer_get_barrier(state_v), 0), tVgV(_, n), tVsV(_, state_v.index()));
+      ++state_v;
+    }
+    // Do not retire while a consumer may still arrive on these barriers.
+    pipeline_k.producer_tail(state_k);
+    pipeline_v.producer_tail(state_v);
+  }
+
+  // ---- Consumer: the operands of one thread of the consumer warpgroups (mma_tid in [0, kMmaThreads)).
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  decltype(mma_qk.get_thread_slice(0).partition_fragment_A(
+      make_tensor(make_smem_ptr(static_cast<Element*>(nullptr)), typename Traits::SmemLayoutQ{}))) tSrQ;
+  decltype(mma_qk.get_thread_slice(0).partition_fragment_B(
+      make_tensor(make_smem_ptr(static_cast<Element*>(nullptr)), typename Traits::SmemLayoutK{}))) tSrK;
+  decltype(mma_pv.get_thread_slice(0).partition_fragment_B(
+      make_tensor(make_smem_ptr(static_cast<Element*>(nullptr)), typename Traits::SmemLayoutVt{}))) tOrV;
+
+  CUTE_DEVICE MainloopFwd(SharedStorage& smem, int mma_tid) {
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, HDIM)
+    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{});    // (BLK_N, HDIM, STAGES)
+    Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutVt{});  // (HDIM, BLK_N, STAGES)
+    tSrQ = mma_qk.get_thread_slice(mma_tid).partition_fragment_A(sQ);   // (MMA, MMA_M, MMA_K) descriptors
+    tSrK = mma_qk.get_thread_slice(mma_tid).partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, STAGES)
+    tOrV = mma_pv.get_thread_slice(mma_tid).partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, STAGES)
+  }
+
+  // S = Q·K(stage)ᵀ, issued (the caller waits).
+  template <typename AccS>
+  CUTE_DEVICE void issue_qk(int stage, AccS& acc_s) {
+    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_qk, tSrQ, tSrK(_, _, _, stage), acc_s);
+  }
+  // O += P·V(stage), P: the A-operand view of a 16-bit copy of S (acc_as_a_operand), issued.
+  template <typename FragP, typename AccO>
+  CUTE_DEVICE void issue_pv(int stage, FragP const& p, AccO& acc_o) {
+    gemm_issue</*kZeroInit=*/false, /*kARegisters=*/true>(mma_pv, p, tOrV(_, _, _, stage), acc_o);
+  }
+};
+
+}  // namespace sm90
+}  // namespace flashlab

@@ -1,0 +1,80 @@
+// src/cuda/sm90/pipeline.h — how the producer and consumer warpgroups of the Hopper forward wait
+// for each other: the K / V pipelines (mbarriers) and the named barriers.
+//
+// Producer -> consumers: TMA completes a transaction count on a stage's "full" mbarrier.
+// Consumers -> producer: one arrive per consumer warpgroup on the stage's "empty" mbarrier once its
+// wgmma read the stage. Consumer warpgroups among themselves: named barriers (bar.sync / bar.arrive).
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include <cutlass/arch/barrier.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+namespace flashlab {
+namespace sm90 {
+
+using namespace cute;
+
+// cutlass::PipelineTmaAsync with a cluster of 1 makes every consumer thread arrive on the empty
+// barrier (the pinned 4.2 header: is_signaling_thread_ = true when cluster_size == 1, arrival
+// count = num_consumers), which FlashAttention-3 measured as a forward regression. Here thread 0 of
+// each consumer warpgroup arrives once: its warpgroup_wait returned, so the warpgroup's wgmma have
+// read the stage. The base does the rest (waits, producer side); its own barrier init and arrival
+// masks are switched off.
+template <int kStages>
+class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStages> {
+  using Base = cutlass::PipelineTmaAsync<kStages>;
+
+ public:
+  using typename Base::Params;
+  using typename Base::PipelineState;
+  using typename Base::SharedStorage;
+
+  CUTLASS_DEVICE PipelineTmaAsyncWarpgroupRelease(SharedStorage& storage, Params params)
+      : Base(storage, params, Shape<_1, _1, _1>{}, cute::false_type{}, cute::false_type{}),
+        empty_(&storage.empty_barrier_[0]) {
+    if (cutlass::canonical_warp_idx_sync() == params.initializing_warp && cute::elect_one_sync()) {
+      CUTE_UNROLL
+      for (int stage = 0; stage < kStages; ++stage) {
+        storage.full_barrier_[stage].init(1);  // the producer's arrive_and_expect_tx
+        storage.empty_barrier_[stage].init(params.num_consumers / cutlass::NumThreadsPerWarpGroup);
+      }
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+
+  CUTLASS_DEVICE void consumer_release(PipelineState state) {
+    // The local arrive: the (cta_id, pred) form the base uses maps the address into the cluster
+    // window (mapa + mbarrier.arrive.shared::cluster) even for a cluster of 1.
+    if (threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
+  }
+
+ private:
+  typename Base::EmptyBarrier* empty_;
+};
+
+// Named barriers of the forward. The hardware has 16; id 0 is __syncthreads and CUTLASS reserves
+// 1-7 for its collectives, so cutlass::arch::NamedBarrier adds 8 to these user ids: 8 are free.
+enum class FwdBarrier : uint32_t {
+  kWarpSchedulerWG1 = 0,  // ping-pong: consumer warpgroup 1 may issue its GEMMs
+  kWarpSchedulerWG2 = 1,  //            ... warpgroup 2
+  kWarpSchedulerWG3 = 2,  //            ... warpgroup 3 (kBlockM 192)
+  kEpilogueWG1 = 3,       // warpgroup 1 wrote its O rows to shared memory; it may read them back
+  kEpilogueWG2 = 4,
+  kEpilogueWG3 = 5,
+};
+
+CUTLASS_DEVICE void named_barrier_sync(int threads, FwdBarrier id) {
+  cutlass::arch::NamedBarrier::sync(threads, static_cast<uint32_t>(id));
+}
+CUTLASS_DEVICE void named_barrier_arrive(int threads, FwdBarrier id) {
+  cutlass::arch::NamedBarrier::arrive(threads, static_cast<uint32_t>(id));
+}
+CUTLASS_DEVICE FwdBarrier offset(FwdBarrier first, int i) {
+  return static_cast<FwdBarrier>(static_cast<uint32_t>(first) + static_cast<uint32_t>(i));
+}
+
+}  // namespace sm90
+}  // namespace flashlab

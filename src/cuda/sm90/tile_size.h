@@ -1,0 +1,35 @@
+// src/cuda/sm90/tile_size.h — the Hopper forward's tile per head-dim bucket, and why.
+//
+// Constraints (bf16 / fp16, 2 K and 2 V stages):
+//   shared memory  Q (M·D·2) + K, V (2 · N·D·2 each) <= 227 KiB (232,448 B) per block on H100/H200
+//   registers      a consumer thread holds S (64·N/128 fp32), P (half of that, 16-bit) and O
+//                  (64·D/128 fp32) at once under the overlap: S + P/2... within 240 (setmaxnreg)
+//   wgmma          N of Q·Kᵀ is kBlockN (a multiple of 16: P·V consumes 16 keys per k-step)
+// First choice: FlashAttention-3's causal column (kBlockM 128 = 2 consumer warpgroups everywhere;
+// its 3-warpgroup 192-row tiles for small head dims are not tried yet):
+//   D      M x N      smem (Q + K + V)        regs S + P + O
+//   32     128 x 128  8 + 16 + 16 = 40 KiB     64 + 32 + 16
+//   64     128 x 128  16 + 32 + 32 = 80 KiB    64 + 32 + 32
+//   96     128 x 128  24 + 48 + 48 = 120 KiB   64 + 32 + 48
+//   128    128 x 128  32 + 64 + 64 = 160 KiB   64 + 32 + 64
+//   192    128 x 112  48 + 84 + 84 = 216 KiB   56 + 28 + 96
+//   256    128 x 80   64 + 80 + 80 = 224 KiB   40 + 20 + 128
+// ptxas (nvcc 13.0, sm_90a) and the measured effect of each choice: docs/perf.md, "Hopper forward".
+#pragma once
+
+namespace flashlab {
+namespace sm90 {
+
+struct FwdTileSize {
+  int block_m;
+  int block_n;
+  int stages;
+};
+
+constexpr FwdTileSize fwd_tile_size(int head_dim) {
+  return head_dim <= 128 ? FwdTileSize{128, 128, 2} : head_dim <= 192 ? FwdTileSize{128, 112, 2}
+                                                                      : FwdTileSize{128, 80, 2};
+}
+
+}  // namespace sm90
+}  // namespace flashlab

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tools/gpu_sm90.sh — one device call of the Hopper forward's iteration, ON the GPU machine from the
+# repo root with build-carry/ carried (test binaries and CLI built here with -DFLASHLAB_CUDA_ARCHS=90a,
+# build-carry/cutlass-include.tar.xz for the rebuild). Logs in $OUT.
+#
+#   bash tools/gpu_sm90.sh [phases]      (default rebuild,sweep,sanitize,bench)
+#     rebuild   tools/device_rebuild.sh (HEAD_DIMS / DTYPES as there); the stripped library comes back
+#               as $OUT/libflashlab.so.xz (carry it as build-carry/lib/libflashlab.so.xz next time)
+#     sweep     tests/gpu forward sweep of cuda_sm90 (SWEEP configurations, default 1000), the other
+#               forward tests, and the backward suite's instantiation check
+#     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
+#     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PHASES=${1:-rebuild,sweep,sanitize,bench}
+OUT=${OUT:-out-gpu}
+mkdir -p "$OUT"
+BIN=$PWD/build-carry/bin
+export LD_LIBRARY_PATH="$PWD/build-carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+has() { [[ ",$PHASES," == *",$1,"* ]]; }
+if [ -f build-carry/lib/libflashlab.so.xz ] && ! has rebuild; then
+  xz -dc build-carry/lib/libflashlab.so.xz > build-carry/lib/libflashlab.so
+fi
+if has rebuild; then
+  bash tools/device_rebuild.sh 2>&1 | tail -25 | tee "$OUT/rebuild.txt"
+  grep -E "C75|spill" /tmp/flashlab-rebuild.log | head -20 | tee -a "$OUT/rebuild.txt"
+  xz -T0 -c build-carry/lib/libflashlab.so > "$OUT/libflashlab.so.xz"
+fi
+rm -f "$BIN/libflashlab.so"
+if has sweep; then
+  # Smoke first: one small call per head-dim bucket through the CLI (checked against the reference),
+  # each under a timeout (an mbarrier phase bug hangs instead of failing).
+  for d in 64 128 256; do
+    timeout 30 "$BIN/flashlab" bench --impl cuda_sm90 --batch 1 --heads 2 --seqlen 300 --head-dim $d --causal \
+      --no-sgemm --iters 1 --quiet > "$OUT/smoke_$d.txt" 2>&1
+    echo "smoke hdim $d rc $?" | tee -a "$OUT/smoke.txt"
+  done
+  FLASHLAB_SM80_SWEEP=${SWEEP:-1000} timeout ${SWEEP_TIMEOUT:-420} "$BIN/test_cuda_forward" \
+    --gtest_filter="${SWEEP_FILTER:-*}" > "$OUT/sweep.txt" 2>&1
+  echo "sweep rc $?" >> "$OUT/sweep.txt"
+  grep -E "sweep|FAILED|PASSED|rc " "$OUT/sweep.txt" | tail -20
+fi
+if has sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    FLASHLAB_SM80_SWEEP=${SAN_SWEEP:-12} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
+      compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_forward" \
+      --gtest_filter='*Sweep/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/san_$tool.txt"
+    echo "$tool rc ${PIPESTATUS[0]}" | tee -a "$OUT/san_$tool.txt"
+  done
+fi
+if has bench; then
+  while IFS= read -r shape; do
+    [ -n "$shape" ] || continue
+    echo "## $shape" | tee -a "$OUT/bench.txt"
+    timeout 120 "$BIN/flashlab" bench $shape --impl cuda_sm90,cuda_sm80 --no-sgemm --no-check --iters 20 --quiet 2>&1 |
+      tee -a "$OUT/bench.txt"
+  done <<< "${BENCH_SHAPES:-"--batch 1 --heads 16 --seqlen 16384 --head-dim 128
+--batch 1 --heads 16 --seqlen 16384 --head-dim 128 --causal
+--batch 1 --heads 8 --seqlen 16384 --head-dim 256
+--batch 1 --heads 32 --seqlen 16384 --head-dim 64
+--batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
+fi
