@@ -10,6 +10,11 @@
 #               forward tests, and the backward suite's instantiation check
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
+#     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
+#     grid      python -m flashlab.bench, forward, over the issue's grid (GRID_IMPLS; FA4 where
+#               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
+#     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; flashlab bench at 16k, causal
+#               and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PHASES=${1:-rebuild,sweep,sanitize,bench}
@@ -60,4 +65,39 @@ if has bench; then
 --batch 1 --heads 8 --seqlen 16384 --head-dim 256
 --batch 1 --heads 32 --seqlen 16384 --head-dim 64
 --batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
+fi
+
+py_setup() {
+  [ -n "${PY_READY:-}" ] && return 0
+  WHEEL_LIBS=$(python3 -c 'import glob, os, nvidia
+hits = [h for p in nvidia.__path__ for h in glob.glob(os.path.join(p, "**", "libcublas.so.*"), recursive=True)]
+print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
+  export LD_LIBRARY_PATH="$PWD/build-carry/lib:/usr/local/cuda/lib64:${WHEEL_LIBS}:${LD_LIBRARY_PATH:-}"
+  FLASHLAB_LIB_DIR=$PWD/build-carry/lib python3 -m pip install -q --no-build-isolation --no-deps --no-index \
+    --target /tmp/flashlab-site ./python > "$OUT/pybuild.txt" 2>&1 || { tail -20 "$OUT/pybuild.txt"; return 1; }
+  export PYTHONPATH=/tmp/flashlab-site${PYTHONPATH:+:$PYTHONPATH}
+  PY_READY=1
+}
+if has python; then
+  py_setup && (cd /tmp && timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
+    "$OLDPWD/python/tests/test_flash_attn.py" > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
+  grep -E "^FAILED|passed|failed|rc " "$OUT/torch_tests.txt" | tail -12
+fi
+if has grid; then
+  py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes fwd \
+    --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" --out "$OUT/grid" \
+    > "$OUT/grid.txt" 2>&1; echo "grid rc $?" >> "$OUT/grid.txt")
+  tail -45 "$OUT/grid.txt"
+fi
+if has ablation; then
+  # Python-side timing (the CLI needs OpenBLAS, which does not fit beside FA4 in one transfer).
+  HEAD_DIMS=128 DTYPES=bf16 BUILD_DIR=/tmp/flashlab-ablation DEST=/tmp/ablation-lib \
+    CUDAFLAGS=-DFLASHLAB_SM90_ABLATION bash tools/device_rebuild.sh 2>&1 | tail -3 | tee "$OUT/ablation.txt"
+  cp /tmp/ablation-lib/libflashlab.so build-carry/lib/libflashlab.so
+  py_setup
+  for st in serial pingpong overlap all; do
+    (cd /tmp && FLASHLAB_SM90_STAGES=$st timeout 120 python3 -m flashlab.bench --passes fwd --hdims 128 \
+      --seqlens 16384 --impls flashlab:cuda_sm90 --out "$OUT/ablation_$st" > "$OUT/ablation_$st.txt" 2>&1)
+    echo "stage $st:" | tee -a "$OUT/ablation.txt"; grep "cuda_sm90" "$OUT/ablation_$st.txt" | tee -a "$OUT/ablation.txt"
+  done
 fi

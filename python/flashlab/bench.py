@@ -10,7 +10,11 @@ Implementations (--impls, comma-separated; default: all that import):
     flex                   FlexAttention, torch.compile(flex_attention, dynamic=False) compiled once
                            per shape (the recompile limits are raised for the grid); causal through
                            a block mask made once per shape
-Peers (the "ratio" column divides by the best of them at each point): sdpa_*, flex.
+    fa4                    FlashAttention-4 (flash_attn.cute.flash_attn_func, CuTe-DSL; its SM90 path
+                           on an H100), where it imports: ../shared/tools/prepare_fa4_peer.sh puts
+                           it on the GPU machine
+Peers (the "ratio" column divides by the best of them at each point): sdpa_*, flex, fa4.
+flashlab:auto is what a user gets: on an H100 cuda_sm90's forward and cuda_sm80's backward.
 
 Grid (the issue-4 grid): bf16, head_dim in --hdims, seqlen_q = seqlen_k in --seqlens,
 batch = 16384 / seqlen, heads = 2048 / head_dim (--tokens, --width), causal and not, fwd and bwd.
@@ -42,8 +46,8 @@ import statistics
 import sys
 import time
 
-PEERS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flex")
-DEFAULT_IMPLS = "flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex"
+PEERS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flex", "fa4")
+DEFAULT_IMPLS = "flashlab:auto,flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex,fa4"
 DEFAULT_SEQLENS = "512,1024,2048,4096,8192,16384"
 
 
@@ -97,6 +101,16 @@ def make_impl(name, torch):
         return sdpa
     if name == "flex":
         return make_flex(torch)
+    if name == "fa4":
+        try:
+            from flash_attn.cute import flash_attn_func
+        except Exception as e:  # noqa: BLE001 - not installed here
+            raise Skip(f"flash_attn.cute not importable ({type(e).__name__}: {str(e).splitlines()[0][:80]})")
+
+        def fa4(q, k, v, causal):
+            out = flash_attn_func(q, k, v, causal=causal)
+            return out[0] if isinstance(out, tuple) else out
+        return fa4
     raise Skip(f"unknown implementation {name!r}")
 
 

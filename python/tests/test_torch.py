@@ -279,9 +279,9 @@ def test_cuda_side_stream():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"dtype": torch.float32}, "dtype fp32 is not supported by impl cuda_sm80"),
-        ({"head_dim": 264}, r"head_dim \(264\) is not supported by impl cuda_sm80"),
-        ({"head_dim": 100}, r"head_dim \(100\) is not supported by impl cuda_sm80: supported multiples of 8"),
+        ({"dtype": torch.float32}, r"dtype fp32 is not supported by impl cuda_sm(80|90)"),
+        ({"head_dim": 264}, r"head_dim \(264\) is not supported by impl cuda_sm(80|90)"),
+        ({"head_dim": 100}, r"head_dim \(100\) is not supported by impl cuda_sm(80|90): supported multiples of 8"),
         ({"softcap": 5.0, "impl": "learn_v4"}, "softcap is not supported by impl learn_v4"),
         ({"head_dim": 96, "impl": "learn_v4"}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
     ],

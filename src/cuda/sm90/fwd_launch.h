@@ -8,6 +8,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/tile_scheduler.h"
@@ -46,6 +49,19 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   using Element = typename common::ElementOf<kDType>::type;
   constexpr FwdTileSize kTile = fwd_tile_size(kHeadDim);
   using Traits = FwdTraits<kHeadDim, kTile.block_m, kTile.block_n, kTile.stages, Element>;
+#if defined(FLASHLAB_SM90_ABLATION)
+  // The stage table of docs/perf.md: a build with -DFLASHLAB_SM90_ABLATION picks FlashAttention-3's
+  // techniques at run time from FLASHLAB_SM90_STAGES (serial | pingpong | overlap | all). Never in a
+  // normal build: each variant is one more kernel per instantiation.
+  const char* stages = std::getenv("FLASHLAB_SM90_STAGES");
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (stages != nullptr && std::strcmp(stages, "serial") == 0)
+    return launch_fwd<FwdKernel<Traits, Stages<true, false, false>>>(args, s);
+  if (stages != nullptr && std::strcmp(stages, "pingpong") == 0)
+    return launch_fwd<FwdKernel<Traits, Stages<true, true, false>>>(args, s);
+  if (stages != nullptr && std::strcmp(stages, "overlap") == 0)
+    return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
+#endif
   return launch_fwd<FwdKernel<Traits>>(args, static_cast<cudaStream_t>(stream));
 }
 
