@@ -69,7 +69,7 @@ def device_ms(fn, reps=30, calls=10):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--impl", default="auto", help="flashlab implementation (default: auto = cuda_sm80)")
+    ap.add_argument("--impl", default="auto", help="flashlab implementation (default: auto = cuda_sm90 forward on an H100, else cuda_sm80)")
     impl = ap.parse_args().impl
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}, torch {torch.__version__}, flashlab {flashlab.__version__}, impl {impl}")

@@ -216,7 +216,7 @@ def test_qkvpacked_cuda_matches_unpacked():
 @cuda_only
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + str(c[1]))
 def test_flash_attn_func_cuda_features_vs_float64(case):
-    """Every feature of CASES on the GPU (impl auto: cuda_sm80)."""
+    """Every feature of CASES on the GPU (impl auto: cuda_sm90 forward on sm_90, cuda_sm80 for the rest)."""
     check_features_vs_float64(case, torch.bfloat16, "cuda")
 
 

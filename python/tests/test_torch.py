@@ -178,7 +178,8 @@ def test_cpu_compile_fullgraph():
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA (impl auto = cuda_sm80: bf16/fp16, head dims up to 256, every feature)
+# CUDA (impl auto = cuda_sm90 forward on sm_90, cuda_sm80 otherwise and for the rest: bf16/fp16,
+# head dims up to 256, every feature)
 # ---------------------------------------------------------------------------------------------
 CUDA_SHAPES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv), causal
     ((1, 1, 1, 1, 1), False),

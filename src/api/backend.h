@@ -43,7 +43,10 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 // The Hopper forward (TMA, wgmma, warp specialization), src/cuda/sm90/ (api_sm90.cpp): sm_90
 // devices only, forward only. Backward, dropout, variable-length batches and sinks are refused
 // (kUnsupported naming cuda_sm80), so kAuto serves them with cuda_sm80.
+// sm90_forward_accepts: the tensors' part (16-byte alignment, strides TMA can describe); the
+// dispatcher calls it before choosing the row, so kAuto falls back to cuda_sm80 when it refuses.
 Status sm90_supports(const AttentionConfig& c, bool backward);
+Status sm90_forward_accepts(const FwdParams& p);
 Status sm90_forward(const FwdParams& p);
 #endif
 

@@ -55,6 +55,10 @@ struct Backend {
   BwdWorkspaceFn backward_workspace;  // null: needs no caller workspace
   // Not yet verified on a GPU against the reference: runs only when named, never chosen by kAuto.
   bool experimental = false;
+  // Null, or a check of the forward's tensors (not just the configuration), e.g. strides that
+  // cuda_sm90's TMA cannot describe: kUnsupported there makes kAuto try the next row, and is the
+  // error when the implementation was named. Runs before anything is launched.
+  FwdFn forward_accepts = nullptr;
   const char* name() const { return to_string(impl); }
 };
 
@@ -109,7 +113,8 @@ const Backend kBackends[] = {
     // sinks) kAuto serves with cuda_sm80, the next row.
     {Impl::kCudaSm90, Device::kCUDA,
      "Hopper forward for sm_90 (TMA, wgmma, warp-specialized); backward, dropout, varlen, sinks: cuda_sm80",
-     sm90_supports_named, sm90_forward, sm90_backward_refused, nullptr, nullptr},
+     sm90_supports_named, sm90_forward, sm90_backward_refused, nullptr, nullptr, /*experimental=*/false,
+     sm90_forward_accepts},
 #endif
 #if defined(FLASHLAB_WITH_CUDA_SM80)
     // The production path: verified on the H100 (GPU sweeps of 1000 forward and 1000 backward
@@ -146,13 +151,15 @@ const Backend* find_backend(Impl impl) {
   return nullptr;
 }
 
-// Resolves the implementation and checks that it supports the call.
-Status select(const AttentionConfig& c, bool backward, const Backend** out) {
+// Resolves the implementation and checks that it supports the call (`fwd`: the forward's tensors
+// too, where a row has forward_accepts).
+Status select(const AttentionConfig& c, bool backward, const Backend** out, const FwdParams* fwd = nullptr) {
   if (c.impl == Impl::kAuto) {
     Status first_error;
     for (const Backend& b : kBackends) {
       if (b.device != c.device || b.experimental || !available(b)) continue;
       Status st = b.supports(c, backward, b.name());
+      if (st.ok() && fwd != nullptr && b.forward_accepts != nullptr) st = b.forward_accepts(*fwd);
       if (st.ok()) {
         *out = &b;
         return st;
@@ -170,6 +177,7 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out) {
   if (!available(*b))
     return Status::Unsupported(std::string("impl ") + b->name() + ": no CUDA device is available");
   FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name()));
+  if (fwd != nullptr && b->forward_accepts != nullptr) FLASHLAB_RETURN_IF_ERROR(b->forward_accepts(*fwd));
   *out = b;
   return Status::Ok();
 }
@@ -212,7 +220,7 @@ Status validate_backward(const BwdParams& p) {
 Status attention_forward(const FwdParams& params) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_forward_generic(params));
   const detail::Backend* b = nullptr;
-  FLASHLAB_RETURN_IF_ERROR(detail::select(params, false, &b));
+  FLASHLAB_RETURN_IF_ERROR(detail::select(params, false, &b, &params));
   FwdParams p = params;
   detail::fill_defaults(p, *b);
   return detail::run_guarded(b->forward, p);

@@ -258,6 +258,55 @@ TEST(CudaForward, Sm80Errors) {
 #endif
 }
 
+#if defined(FLASHLAB_WITH_CUDA_SM90)
+// cuda_sm90's refusals (no GPU needed: the rules come before any device query). What it refuses
+// for a feature names cuda_sm80, which impl=auto then picks; strides TMA cannot describe are
+// refused by sm90_forward_accepts (the dispatcher asks it before choosing the row).
+void expect_sm90_unsupported(const AttentionConfig& c, bool backward, const std::string& part) {
+  const Status st = flashlab::detail::sm90_supports(c, backward);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+TEST(CudaForward, Sm90Errors) {
+  AttentionConfig c = sm80_config();
+  c.impl = Impl::kCudaSm90;
+  expect_sm90_unsupported(c, true, "the backward pass is not supported by impl cuda_sm90");
+  AttentionConfig d = c;
+  d.dropout_p = 0.1f;
+  expect_sm90_unsupported(d, false, "dropout is not supported by impl cuda_sm90 (the Hopper forward) yet: impl "
+                                    "cuda_sm80 serves it, and impl=auto picks cuda_sm80 for such calls");
+  d = c;
+  const int32_t cu[3] = {0, 64, 128};  // never read: the rule needs only the pointers
+  d.cu_seqlens_q = d.cu_seqlens_k = cu;
+  expect_sm90_unsupported(d, false, "cu_seqlens (varlen) is not supported by impl cuda_sm90");
+  d = c;
+  const float sinks[1] = {0.0f};
+  d.sink_logits = sinks;
+  expect_sm90_unsupported(d, false, "sink_logits (attention sinks) is not supported by impl cuda_sm90");
+  d = c;
+  d.dtype = DType::kFloat32;
+  expect_sm90_unsupported(d, false, "dtype fp32 is not supported by impl cuda_sm90: supported bf16, fp16");
+  d = c;
+  d.head_dim = 260;
+  expect_sm90_unsupported(d, false, "head_dim (260) is not supported by impl cuda_sm90");
+
+  // Strides: a broadcast head (stride 0 over 4 heads) is legal for cuda_sm80, not for TMA.
+  FwdParams p;
+  static_cast<AttentionConfig&>(p) = c;
+  alignas(16) static uint16_t buf[8];  // never read: only pointers and strides are checked
+  p.q = p.k = p.v = flashlab::contiguous(buf, c.seqlen_q, c.heads_q, c.head_dim);
+  p.out = flashlab::contiguous(static_cast<void*>(buf), c.seqlen_q, c.heads_q, c.head_dim);
+  EXPECT_TRUE(flashlab::detail::sm90_forward_accepts(p).ok());
+  p.k.head_stride = 0;
+  const Status st = flashlab::detail::sm90_forward_accepts(p);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find("k.head_stride (0) is not supported by impl cuda_sm90: TMA needs a positive stride"),
+            std::string::npos)
+      << st.message();
+}
+#endif
+
 // ---- GPU tests -----------------------------------------------------------------------------------
 
 #if defined(FLASHLAB_WITH_CUDA)

@@ -3,10 +3,10 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   backward, dropout, variable-length batches (cu_seqlens), attention sinks, non-sm_90 devices.
-// What TMA cannot describe is caught here too, before any descriptor is built: TMA checks its
-// arguments only with assert (compiled out in release builds), and a refused descriptor would
-// leave the kernel with garbage (docs/design/sm90-forward.md §9). Such strides are refused with the
-// rule named, or, under kAuto, served by cuda_sm80.
+// What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts):
+// TMA checks its arguments only with assert (compiled out in release builds), and a refused
+// descriptor would leave the kernel with garbage (docs/design/sm90-forward.md §9). Such strides are
+// refused with the rule named; under kAuto the dispatcher then picks cuda_sm80.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -113,17 +113,14 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   return Status::Ok();
 }
 
-Status sm90_forward(const FwdParams& p) {
+Status sm90_forward_accepts(const FwdParams& p) {
   // 16-byte aligned bases and strides (TMA's rule as much as the stores'), then TMA's own limits.
-  Status st = check_alignment_fwd(p, 16, kName);
-  if (st.ok()) st = tma_strides(p);
-  if (!st.ok()) {
-#if defined(FLASHLAB_WITH_CUDA_SM80)
-    // kAuto chose this row from the configuration alone; strides only show up here.
-    if (p.impl == Impl::kAuto && st.code() == StatusCode::kUnsupported) return sm80_forward(p);
-#endif
-    return st;
-  }
+  FLASHLAB_RETURN_IF_ERROR(check_alignment_fwd(p, 16, kName));
+  return tma_strides(p);
+}
+
+Status sm90_forward(const FwdParams& p) {
+  FLASHLAB_RETURN_IF_ERROR(sm90_forward_accepts(p));  // the dispatcher checked; a direct caller may not have
   const FwdFn fn = find_forward(p.dtype, common::head_dim_bucket(static_cast<int>(p.head_dim)));
   if (fn == nullptr) return Status(StatusCode::kInternal, "impl cuda_sm90: no kernel for a supported call");
   return fn(common::make_fwd_arguments(p), p.stream);

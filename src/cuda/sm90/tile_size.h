@@ -2,8 +2,8 @@
 //
 // Constraints (bf16 / fp16, 2 K and 2 V stages):
 //   shared memory  Q (M·D·2) + K, V (2 · N·D·2 each) <= 227 KiB (232,448 B) per block on H100/H200
-//   registers      a consumer thread holds S (64·N/128 fp32), P (half of that, 16-bit) and O
-//                  (64·D/128 fp32) at once under the overlap: S + P/2... within 240 (setmaxnreg)
+//   registers      a consumer thread holds S (64·N/128 fp32), P (half as many registers: 16-bit)
+//                  and O (64·D/128 fp32) at once under the overlap, within 240 (setmaxnreg)
 //   wgmma          N of Q·Kᵀ is kBlockN (a multiple of 16: P·V consumes 16 keys per k-step)
 // First choice: FlashAttention-3's causal column (kBlockM 128 = 2 consumer warpgroups everywhere;
 // its 3-warpgroup 192-row tiles for small head dims are not tried yet):
@@ -14,7 +14,11 @@
 //   128    128 x 128  32 + 64 + 64 = 160 KiB   64 + 32 + 64
 //   192    128 x 112  48 + 84 + 84 = 216 KiB   56 + 28 + 96
 //   256    128 x 80   64 + 80 + 80 = 224 KiB   40 + 20 + 128
-// ptxas (nvcc 13.0, sm_90a) and the measured effect of each choice: docs/perf.md, "Hopper forward".
+// ptxas (nvcc 13.0, sm_90a, -DNDEBUG): every bucket 0 spills, no C75xx, 168 registers at entry
+// (24 producer / 240 consumer after setmaxnreg). Speed on the H100 (docs/perf.md, "Hopper
+// forward"): 16k non-causal 451 / 588 / 662 TFLOP/s at hdim 64 / 128 / 256. Not tried yet:
+// FlashAttention-3's 128 x 176 (hdim 128, non-causal) and 192 x 128 with 3 consumer warpgroups
+// (hdim 64), where FlashAttention-4 leads by 10-20 %.
 #pragma once
 
 namespace flashlab {
