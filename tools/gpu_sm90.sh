@@ -13,6 +13,7 @@
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
 #     grid      python -m flashlab.bench, forward, over the grid (GRID_IMPLS; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
+#     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; flashlab bench at 16k, causal
 #               and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all)
 set -uo pipefail
@@ -100,4 +101,12 @@ if has ablation; then
       --seqlens 16384 --impls flashlab:cuda_sm90 --out "$OUT/ablation_$st" > "$OUT/ablation_$st.txt" 2>&1)
     echo "stage $st:" | tee -a "$OUT/ablation.txt"; grep "cuda_sm90" "$OUT/ablation_$st.txt" | tee -a "$OUT/ablation.txt"
   done
+fi
+if has kvcache; then
+  FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 240 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1
+  echo "kvcache rc $?" >> "$OUT/kvcache.txt"
+  grep -E "kv |FAILED|PASSED|Failure|case |rc " "$OUT/kvcache.txt" | head -30
+  FLASHLAB_KV_SWEEP=8 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_kvcache" \
+    --gtest_filter='*Sweep*' > "$OUT/kv_memcheck.txt" 2>&1
+  echo "kv memcheck rc $?"; tail -2 "$OUT/kv_memcheck.txt"
 fi

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "flashlab/flashlab.h"
+#include "flashlab/kvcache.h"
 
 namespace flashlab {
 namespace detail {
@@ -48,6 +49,15 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 Status sm90_supports(const AttentionConfig& c, bool backward);
 Status sm90_forward_accepts(const FwdParams& p);
 Status sm90_forward(const FwdParams& p);
+#endif
+
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+// The CUDA KV-cache attention (src/cuda/decode/, experimental: runs when impl cuda_sm80 is named).
+// cuda_kvcache_supports: after the generic checks (src/api/kvcache.cpp), what the kernel covers
+// (no append, rotary or sinks yet); attend = false is the standalone append (not on cuda yet).
+Status cuda_kvcache_supports(const KvCacheParams& p, bool attend);
+Status cuda_kvcache_workspace_size(const KvCacheParams& p, int64_t* bytes);
+Status cuda_attention_with_kvcache(const KvCacheParams& p);
 #endif
 
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).

@@ -1,6 +1,7 @@
 // src/api/kvcache.cpp — the KV-cache entry points (flashlab/kvcache.h, docs/kvcache.md):
-// validation, then the CPU float64 reference (src/cpu/kvcache_reference.cpp). No CUDA
-// implementation yet: device kCUDA returns kUnsupported after the generic checks.
+// validation, then the CPU float64 reference (src/cpu/kvcache_reference.cpp). On device kCUDA the
+// experimental decode kernel (src/cuda/decode/) runs what it covers when impl cuda_sm80 is named;
+// everything else there returns kUnsupported after the generic checks.
 //
 // Every rule is checked before anything is written (cache included). On the CPU the int32 side
 // arrays (cache_seqlens, leftpad, cache_batch_idx, block_table) are host memory and are checked
@@ -9,6 +10,8 @@
 #include <cmath>
 #include <sstream>
 #include <utility>
+
+#include "api/backend.h"
 
 #include "api/device.h"
 #include "api/validate.h"
@@ -124,10 +127,15 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   for (const auto& t : placed)
     if (t.first) FLASHLAB_RETURN_IF_ERROR(check_pointer_device(t.first, p.device, t.second));
 
-  if (p.device != Device::kCPU)
+  if (p.device != Device::kCPU) {
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+    // Device data (cache_seqlens, block_table, ...) is read by the kernel only: no host checks.
+    if (p.device == Device::kCUDA) return cuda_kvcache_supports(p, attend);
+#endif
     return Status::Unsupported(std::string("impl ") + to_string(p.impl == Impl::kAuto ? Impl::kAuto : p.impl) +
                                " does not support the KV-cache path yet (device " + to_string(p.device) +
                                "): only the CPU reference implements it");
+  }
   if (p.impl != Impl::kAuto && p.impl != Impl::kReference)
     return Status::Unsupported(std::string("impl ") + to_string(p.impl) +
                                " does not support the KV-cache path yet: use impl reference (or auto)");
@@ -185,6 +193,9 @@ Status attention_with_kvcache(const KvCacheParams& params) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_kvcache(params, true));
   KvCacheParams p = params;
   if (std::isnan(p.softmax_scale)) p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+  if (p.device == Device::kCUDA) return detail::guarded([&] { return detail::cuda_attention_with_kvcache(p); });
+#endif
   p.impl = Impl::kReference;
   return detail::guarded([&] { return detail::kv::reference_kvcache(p, true); });
 }
@@ -198,6 +209,9 @@ Status kvcache_workspace_size(const KvCacheParams& params, int64_t* bytes) {
   if (bytes == nullptr) return Status::Invalid("bytes must not be null");
   FLASHLAB_RETURN_IF_ERROR(detail::validate_kvcache(params, true));
   *bytes = 0;
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+  if (params.device == Device::kCUDA) return detail::cuda_kvcache_workspace_size(params, bytes);
+#endif
   return Status::Ok();
 }
 

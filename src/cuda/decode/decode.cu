@@ -1,0 +1,194 @@
+// src/cuda/decode/decode.cu — the CUDA KV-cache attention (decode_kernel.cuh) behind the C++ API:
+// what it supports, its workspace, and the launches. Called from src/api/kvcache.cpp after the
+// generic validation. Host-only planning: the split count comes from sizes the host knows (the
+// cache capacity, batch, heads); the kernels read cache_seqlens, leftpad, block_table and
+// cache_batch_idx on the device, so a call never synchronizes.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "api/backend.h"
+#include "api/validate.h"
+#include "cuda/common/launch.h"
+#include "cuda/decode/decode_kernel.cuh"
+#include "flashlab/kvcache.h"
+#include "flashlab/mask.h"
+
+namespace flashlab {
+namespace detail {
+namespace {
+
+constexpr const char* kName = "the CUDA KV-cache path";
+
+int64_t capacity(const KvCacheParams& p) {
+  return p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
+}
+int row_chunks(const KvCacheParams& p) {
+  const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
+  return static_cast<int>((rows + decode::kRows - 1) / decode::kRows);
+}
+
+// Splits of the keys: split_size fixes the keys per split (the count covers the capacity; splits
+// past a sequence's length write LSE -inf, which the combine skips); num_splits > 0 is the count;
+// auto aims at 8 CTAs per SM with at least 512 keys per split.
+int num_splits(const KvCacheParams& p, int sm_count) {
+  const int64_t cap = capacity(p);
+  if (p.split_size > 0) {
+    const int64_t n = (cap + p.split_size - 1) / p.split_size;
+    return static_cast<int>(n < 1 ? 1 : n);
+  }
+  if (p.num_splits > 0) return p.num_splits;
+  const int64_t ctas = p.batch * p.heads_kv * row_chunks(p);
+  int64_t n = (int64_t(8) * sm_count + ctas - 1) / ctas;
+  const int64_t by_len = (cap + 511) / 512;
+  if (n > by_len) n = by_len;
+  if (n > 64) n = 64;
+  return static_cast<int>(n < 1 ? 1 : n);
+}
+
+int64_t workspace_bytes(const KvCacheParams& p, int splits) {
+  if (splits <= 1) return 0;
+  const int64_t rows = int64_t(splits) * p.batch * p.seqlen_q * p.heads_q;
+  const int64_t o = (rows * p.head_dim * 4 + 255) / 256 * 256;
+  return o + rows * 4;
+}
+
+bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t es) {
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+  for (int64_t s : strides)
+    if ((s * es) % 16 != 0) return false;
+  return true;
+}
+
+template <typename T, int kD>
+Status launch(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
+  decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
+  FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
+  if (dp.num_splits > 1) {
+    decode::decode_combine_kernel<T><<<dp.batch * dp.seqlen_q * dp.heads_q, 32, 0, stream>>>(dp);
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode combine launch"));
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
+  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, stream);
+  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, stream);
+  return launch<T, 256>(dp, grid, stream);
+}
+
+}  // namespace
+
+Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
+  auto no = [](const std::string& what) {
+    return Status::Unsupported(what + " is not supported by " + kName + " yet: use device cpu");
+  };
+  if (!attend) return no("kvcache_append (the standalone append)");
+  if (p.impl != Impl::kCudaSm80)
+    return Status::Unsupported(std::string("impl ") + to_string(p.impl) + ": " + kName +
+                               " is experimental (not yet verified on a GPU): name impl cuda_sm80 to run it");
+  if (p.dtype != DType::kBFloat16 && p.dtype != DType::kFloat16)
+    return Status::Unsupported(std::string("dtype ") + to_string(p.dtype) + " is not supported by " + kName +
+                               ": supported bf16, fp16");
+  if (p.head_dim > 256 || p.head_dim % 8 != 0)
+    return unsupported_value("head_dim", p.head_dim, kName, "multiples of 8 up to 256");
+  if (p.k_new.ptr != nullptr) return no("appending k_new / v_new");
+  if (p.rotary_cos != nullptr) return no("rotary embedding");
+  if (p.sink_logits != nullptr) return no("sink_logits (attention sinks)");
+  const int64_t es = 2;
+  if (!aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es) ||
+      !aligned16(p.out.ptr, {p.out.batch_stride, p.out.row_stride, p.out.head_stride}, es) ||
+      !aligned16(p.k_cache.ptr, {p.k_cache.batch_stride, p.k_cache.row_stride, p.k_cache.head_stride}, es) ||
+      !aligned16(p.v_cache.ptr, {p.v_cache.batch_stride, p.v_cache.row_stride, p.v_cache.head_stride}, es))
+    return Status::Unsupported(std::string(kName) +
+                               " needs 16-byte aligned q, out, k_cache, v_cache and strides that are multiples of 8 "
+                               "elements");
+  if (p.batch * p.heads_kv > 2147483647LL || row_chunks(p) > 65535)
+    return Status::Unsupported(std::string(kName) + ": batch x heads_kv or seqlen_q x group too large for its grid");
+  return Status::Ok();
+}
+
+Status cuda_kvcache_workspace_size(const KvCacheParams& p, int64_t* bytes) {
+  int device = 0;
+  const common::DeviceFacts* facts = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
+  *bytes = workspace_bytes(p, num_splits(p, facts->sm_count));
+  return Status::Ok();
+}
+
+Status cuda_attention_with_kvcache(const KvCacheParams& p) {
+  int device = 0;
+  const common::DeviceFacts* facts = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
+  if (facts->major < 8)
+    return Status::Unsupported(std::string(kName) + " needs compute capability 8.0 or newer");
+  const int splits = num_splits(p, facts->sm_count);
+  const int64_t need = workspace_bytes(p, splits);
+  if (need > 0 && (p.workspace == nullptr || p.workspace_bytes < need))
+    return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) + ") is too small for " + kName +
+                           ": it needs " + std::to_string(need) + " bytes (kvcache_workspace_size() returns it)");
+  if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
+    return Status::Invalid("workspace must be 256-byte aligned (cudaMalloc memory is)");
+
+  decode::DecodeParams dp;
+  dp.q = p.q.ptr;
+  dp.q_batch_stride = p.q.batch_stride;
+  dp.q_row_stride = p.q.row_stride;
+  dp.q_head_stride = p.q.head_stride;
+  dp.out = p.out.ptr;
+  dp.o_batch_stride = p.out.batch_stride;
+  dp.o_row_stride = p.out.row_stride;
+  dp.o_head_stride = p.out.head_stride;
+  dp.lse = p.lse;
+  dp.lse_batch_stride = p.lse_batch_stride;
+  dp.lse_head_stride = p.lse_head_stride;
+  dp.k = p.k_cache.ptr;
+  dp.v = p.v_cache.ptr;
+  dp.k_batch_stride = p.k_cache.batch_stride;
+  dp.k_row_stride = p.k_cache.row_stride;
+  dp.k_head_stride = p.k_cache.head_stride;
+  dp.v_batch_stride = p.v_cache.batch_stride;
+  dp.v_row_stride = p.v_cache.row_stride;
+  dp.v_head_stride = p.v_cache.head_stride;
+  dp.block_table = p.block_table;
+  dp.block_table_stride = p.block_table_batch_stride ? p.block_table_batch_stride : p.max_pages;
+  dp.page_size = p.block_table != nullptr ? static_cast<int>(p.page_size) : 1;
+  dp.cache_batch_idx = p.cache_batch_idx;
+  dp.cache_seqlens = p.cache_seqlens;
+  dp.cache_leftpad = p.cache_leftpad;
+  dp.batch = static_cast<int>(p.batch);
+  dp.seqlen_q = static_cast<int>(p.seqlen_q);
+  dp.heads_q = static_cast<int>(p.heads_q);
+  dp.heads_kv = static_cast<int>(p.heads_kv);
+  dp.group = static_cast<int>(p.heads_q / p.heads_kv);
+  dp.head_dim = static_cast<int>(p.head_dim);
+  dp.rows = dp.seqlen_q * dp.group;
+  dp.scale = p.softmax_scale;
+  dp.softcap = p.softcap;
+  dp.alibi_slopes = p.alibi_slopes;
+  dp.alibi_batch_stride = p.alibi_batch_stride;
+  AttentionConfig c = p;
+  c.causal_align = CausalAlign::kBottomRight;
+  const RowMask m = make_row_mask(c, p.seqlen_q, 0);  // left / right with causal folded in
+  dp.window_left = m.left;
+  dp.window_right = m.right;
+  dp.num_splits = splits;
+  dp.split_size = p.split_size;
+  if (splits > 1) {
+    const int64_t rows = int64_t(splits) * p.batch * p.seqlen_q * p.heads_q;
+    dp.o_partial = static_cast<float*>(p.workspace);
+    dp.lse_partial = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + (rows * p.head_dim * 4 + 255) / 256 * 256);
+  }
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
+  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.batch * p.heads_kv),
+                  static_cast<unsigned>(row_chunks(p)));
+  const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, stream)
+                                     : launch_dtype<__half>(dp, grid, stream);
+}
+
+}  // namespace detail
+}  // namespace flashlab

@@ -1,0 +1,359 @@
+// src/cuda/decode/decode_kernel.cuh — attention of a few query rows against a K/V cache (decode,
+// speculative decoding), memory-bound: the kernel's job is to stream K and V at the copy ceiling.
+//
+// One CTA = (split of the keys, sequence b, kv head, chunk of kRows query rows). The rows are the
+// (query position, query head of the kv head's group) pairs: GQA's query heads share every K/V
+// byte the CTA reads. Semantics are docs/kvcache.md's (and src/cpu/kvcache_reference.cpp's): key j
+// of sequence b is cache slot leftpad[b] + j, j < L_b = cache_seqlens[b] - leftpad[b]; query i is
+// at position L_b - seqlen_q + i; mask.h's visible_keys(); the score chain of modify_score().
+//
+// Inside a CTA (128 threads): a key row is kChunks = D/8 chunks of 16 bytes; kChunks consecutive
+// lanes ("a group") own one key at a time, one chunk each, so a warp's loads are whole rows. There
+// are kGroups = 128 / kChunks groups; group g takes keys g, g + kGroups, ... of the CTA's range,
+// kKeys of them per iteration with all their K and V loads in flight at once. Each group keeps its
+// own online softmax (m, l, O) for the kRows rows: the scores are reduced over the group's lanes
+// with shuffles, so every lane of a group holds them, and the loop has no __syncthreads. At the end
+// the groups' (m, l, O) are merged through shared memory, exactly as splits are merged.
+// Output: O and LSE directly (one split), or fp32 partials that decode_combine_kernel merges.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "flashlab/mask.h"
+
+namespace flashlab {
+namespace decode {
+
+constexpr int kThreads = 128;
+constexpr int kRows = 4;  // query rows per CTA (more rows: more CTAs over the same keys, from L2)
+constexpr int kKeys = 8;  // keys per group per iteration
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct DecodeParams {
+  // queries and outputs, (batch, seqlen_q, heads_q, head_dim) in the dtype; lse (batch, heads_q, seqlen_q)
+  const void* q = nullptr;
+  int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
+  void* out = nullptr;
+  int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
+  float* lse = nullptr;
+  int64_t lse_batch_stride = 0, lse_head_stride = 0;
+  // the cache: slot s of sequence b, kv head h at (page or row) * batch_stride + (s within the page
+  // or s) * row_stride + h * head_stride
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
+  int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
+  const int32_t* block_table = nullptr;  // null: contiguous
+  int64_t block_table_stride = 0;
+  int page_size = 1;
+  const int32_t* cache_batch_idx = nullptr;
+  const int32_t* cache_seqlens = nullptr;
+  const int32_t* cache_leftpad = nullptr;
+  // sizes
+  int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0, rows = 0;
+  // scores
+  float scale = 0.0f, softcap = 0.0f;
+  const float* alibi_slopes = nullptr;
+  int64_t alibi_batch_stride = 0;
+  int64_t window_left = -1, window_right = -1;  // causal already folded in (right = 0)
+  // splits: split_size > 0 fixes the keys per split; else each sequence is cut into num_splits
+  int num_splits = 1;
+  int64_t split_size = 0;
+  float* o_partial = nullptr;    // (num_splits, batch, seqlen_q, heads_q, head_dim) fp32
+  float* lse_partial = nullptr;  // (num_splits, batch, heads_q, seqlen_q) fp32
+};
+
+template <typename T>
+struct Vec;
+template <>
+struct Vec<__nv_bfloat16> {
+  using T2 = __nv_bfloat162;
+  static __device__ __forceinline__ float2 to_float2(T2 x) { return __bfloat1622float2(x); }
+  static __device__ __forceinline__ T2 from_float2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <>
+struct Vec<__half> {
+  using T2 = __half2;
+  static __device__ __forceinline__ float2 to_float2(T2 x) { return __half22float2(x); }
+  static __device__ __forceinline__ T2 from_float2(float a, float b) { return __floats2half2_rn(a, b); }
+};
+
+// 8 elements (16 bytes) -> floats.
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
+  const auto* h = reinterpret_cast<const typename Vec<T>::T2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 x = Vec<T>::to_float2(h[i]);
+    f[2 * i] = x.x;
+    f[2 * i + 1] = x.y;
+  }
+}
+template <typename T>
+__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
+  uint4 raw;
+  auto* h = reinterpret_cast<typename Vec<T>::T2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = Vec<T>::from_float2(f[2 * i], f[2 * i + 1]);
+  return raw;
+}
+
+// Element offset of cache slot `slot` of sequence b, kv head h (stride set of K or V).
+__device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int64_t slot, int h, int64_t bs,
+                                               int64_t rs, int64_t hs) {
+  int64_t block, within;
+  if (p.block_table != nullptr) {
+    block = p.block_table[b * p.block_table_stride + slot / p.page_size];
+    within = slot % p.page_size;
+  } else {
+    block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+    within = slot;
+  }
+  return block * bs + within * rs + int64_t(h) * hs;
+}
+
+// cap · tanh(x / cap), as the CPU reference's modify_score (tanhf: accurate, and the decode kernel
+// is memory-bound, so its cost hides).
+__device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int64_t diag, int64_t j) {
+  float s = dot * p.scale;
+  if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+  if (slope != 0.0f) {
+    const int64_t dist = diag > j ? diag - j : j - diag;
+    s -= slope * static_cast<float>(dist);
+  }
+  return s;
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ DecodeParams p) {
+  constexpr int kChunks = kD / 8;
+  constexpr int kGroups = kThreads / kChunks;
+  static_assert(kChunks <= 32 && 32 % kChunks == 0, "a group of lanes lies within one warp");
+  const int split = blockIdx.x;
+  const int b = blockIdx.y / p.heads_kv;
+  const int hk = blockIdx.y % p.heads_kv;
+  const int row0 = blockIdx.z * kRows;
+  const int tid = threadIdx.x;
+  const int c = tid % kChunks;  // this lane's 16-byte chunk of a row
+  const int g = tid / kChunks;  // this lane's group
+  const bool chunk_in = c * 8 < p.head_dim;
+
+  const int64_t lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
+  const int64_t L = int64_t(p.cache_seqlens[b]) - lp;
+  int64_t n0, n1;  // this split's keys [n0, n1)
+  if (p.split_size > 0) {
+    n0 = int64_t(split) * p.split_size;
+    n1 = n0 + p.split_size;
+  } else {
+    const int64_t size = L > 0 ? (L + p.num_splits - 1) / p.num_splits : 1;
+    n0 = int64_t(split) * size;
+    n1 = n0 + size;
+  }
+  if (n1 > L) n1 = L;
+
+  RowMask mask;
+  mask.seqlen_q = p.seqlen_q;
+  mask.seqlen_k = L;
+  mask.shift = L - p.seqlen_q;
+  mask.left = p.window_left;
+  mask.right = p.window_right;
+
+  // The rows: query i, query head hq; their visible keys inside this split; q in registers.
+  float qf[kRows][8];
+  int64_t lo[kRows], hi[kRows], diag[kRows];
+  float slope[kRows];
+  int64_t k_begin = n1, k_end = n0;  // the union of the rows' visible keys in this split
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int rr = row0 + r;
+    const int i = rr / p.group;
+    const int hq = hk * p.group + rr % p.group;
+    lo[r] = 0;
+    hi[r] = -1;
+    slope[r] = 0.0f;
+    diag[r] = i + mask.shift;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qf[r][e] = 0.0f;
+    if (rr >= p.rows) continue;
+    visible_keys(mask, i, &lo[r], &hi[r]);
+    if (lo[r] < n0) lo[r] = n0;
+    if (hi[r] > n1 - 1) hi[r] = n1 - 1;
+    if (lo[r] <= hi[r]) {
+      if (lo[r] < k_begin) k_begin = lo[r];
+      if (hi[r] + 1 > k_end) k_end = hi[r] + 1;
+    }
+    if (p.alibi_slopes != nullptr) slope[r] = p.alibi_slopes[b * p.alibi_batch_stride + hq];
+    if (chunk_in) {
+      const T* qp = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +
+                    int64_t(hq) * p.q_head_stride + c * 8;
+      unpack8<T>(*reinterpret_cast<const uint4*>(qp), qf[r]);
+    }
+  }
+
+  // Each group's online softmax over its keys.
+  float m[kRows], l[kRows], o[kRows][8];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[r][e] = 0.0f;
+  }
+  const T* kbase = static_cast<const T*>(p.k) + c * 8;
+  const T* vbase = static_cast<const T*>(p.v) + c * 8;
+  for (int64_t j0 = k_begin; j0 < k_end; j0 += int64_t(kGroups) * kKeys) {
+    uint4 kr[kKeys], vr[kKeys];
+#pragma unroll
+    for (int k = 0; k < kKeys; ++k) {
+      const int64_t j = j0 + g + int64_t(k) * kGroups;
+      kr[k] = make_uint4(0, 0, 0, 0);
+      vr[k] = make_uint4(0, 0, 0, 0);
+      if (j < k_end && chunk_in) {
+        const int64_t slot = lp + j;
+        kr[k] = *reinterpret_cast<const uint4*>(
+            kbase + slot_offset(p, b, slot, hk, p.k_batch_stride, p.k_row_stride, p.k_head_stride));
+        vr[k] = *reinterpret_cast<const uint4*>(
+            vbase + slot_offset(p, b, slot, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride));
+      }
+    }
+    float s[kRows][kKeys];
+#pragma unroll
+    for (int k = 0; k < kKeys; ++k) {
+      float kf[8];
+      unpack8<T>(kr[k], kf);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot = fmaf(qf[r][e], kf[e], dot);
+#pragma unroll
+        for (int off = kChunks / 2; off >= 1; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+        const int64_t j = j0 + g + int64_t(k) * kGroups;
+        s[r][k] = (j >= lo[r] && j <= hi[r]) ? score_chain(p, dot, slope[r], diag[r], j) : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float mx = m[r];
+#pragma unroll
+      for (int k = 0; k < kKeys; ++k) mx = fmaxf(mx, s[r][k]);
+      if (mx == -INFINITY) continue;  // nothing visible yet for this row in this group
+      const float alpha = exp2f((m[r] - mx) * kLog2e);  // m = -inf: 0
+      m[r] = mx;
+      l[r] *= alpha;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[r][e] *= alpha;
+#pragma unroll
+      for (int k = 0; k < kKeys; ++k) {
+        const float pr = exp2f((s[r][k] - mx) * kLog2e);
+        l[r] += pr;
+        float vf[8];
+        unpack8<T>(vr[k], vf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(pr, vf[e], o[r][e]);
+      }
+    }
+  }
+
+  // Merge the groups: m = max_g m_g, w_g = exp(m_g - m), l = Σ w_g l_g, O = Σ w_g O_g / l.
+  __shared__ float sm_m[kGroups][kRows], sm_l[kGroups][kRows];
+  __shared__ float sm_o[kGroups][kRows][kD];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (c == 0) {
+      sm_m[g][r] = m[r];
+      sm_l[g][r] = l[r];
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sm_o[g][r][c * 8 + e] = o[r][e];
+  }
+  __syncthreads();
+  for (int t = tid; t < kRows * kChunks; t += kThreads) {
+    const int r = t / kChunks, cc = t % kChunks;
+    const int rr = row0 + r;
+    if (rr >= p.rows || cc * 8 >= p.head_dim) continue;
+    float mx = -INFINITY;
+    for (int gg = 0; gg < kGroups; ++gg) mx = fmaxf(mx, sm_m[gg][r]);
+    float sum = 0.0f, acc[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
+    if (mx != -INFINITY) {
+      for (int gg = 0; gg < kGroups; ++gg) {
+        const float w = exp2f((sm_m[gg][r] - mx) * kLog2e);
+        sum += w * sm_l[gg][r];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(w, sm_o[gg][r][cc * 8 + e], acc[e]);
+      }
+    }
+    const bool empty = !(sum > 0.0f);  // no visible key in this split (NaN stays NaN below)
+    const float inv = empty ? 0.0f : 1.0f / sum;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] *= inv;
+    const float lse = empty ? -INFINITY : mx + logf(sum);
+    const int i = rr / p.group;
+    const int hq = hk * p.group + rr % p.group;
+    if (p.num_splits == 1) {
+      T* op = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
+              int64_t(hq) * p.o_head_stride + cc * 8;
+      *reinterpret_cast<uint4*>(op) = pack8<T>(acc);
+      if (p.lse != nullptr && cc == 0) p.lse[b * p.lse_batch_stride + int64_t(hq) * p.lse_head_stride + i] = lse;
+    } else {
+      const int64_t row = ((int64_t(split) * p.batch + b) * p.seqlen_q + i) * p.heads_q + hq;
+      float* op = p.o_partial + row * p.head_dim + cc * 8;
+      reinterpret_cast<float4*>(op)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      reinterpret_cast<float4*>(op)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+      if (cc == 0) p.lse_partial[((int64_t(split) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i] = lse;
+    }
+  }
+}
+
+// Merges the splits of decode_kernel (one CTA per (b, i, hq); a thread per 8 columns):
+// m = max_s lse_s; w_s = exp(lse_s - m); out = Σ w_s O_s / Σ w_s; lse = m + log Σ w_s.
+template <typename T>
+__global__ void __launch_bounds__(32) decode_combine_kernel(const __grid_constant__ DecodeParams p) {
+  const int hq = blockIdx.x % p.heads_q;
+  const int i = (blockIdx.x / p.heads_q) % p.seqlen_q;
+  const int b = blockIdx.x / (p.heads_q * p.seqlen_q);
+  float mx = -INFINITY;
+  for (int s = 0; s < p.num_splits; ++s)
+    mx = fmaxf(mx, p.lse_partial[((int64_t(s) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i]);
+  for (int cc = threadIdx.x; cc * 8 < p.head_dim; cc += blockDim.x) {
+    float acc[8], sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
+    if (mx != -INFINITY) {
+      for (int s = 0; s < p.num_splits; ++s) {
+        const float ls = p.lse_partial[((int64_t(s) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i];
+        if (ls == -INFINITY) continue;
+        const float w = exp2f((ls - mx) * kLog2e);
+        sum += w;
+        const int64_t row = ((int64_t(s) * p.batch + b) * p.seqlen_q + i) * p.heads_q + hq;
+        const float4* op = reinterpret_cast<const float4*>(p.o_partial + row * p.head_dim + cc * 8);
+        const float4 a = op[0], z = op[1];
+        acc[0] = fmaf(w, a.x, acc[0]);
+        acc[1] = fmaf(w, a.y, acc[1]);
+        acc[2] = fmaf(w, a.z, acc[2]);
+        acc[3] = fmaf(w, a.w, acc[3]);
+        acc[4] = fmaf(w, z.x, acc[4]);
+        acc[5] = fmaf(w, z.y, acc[5]);
+        acc[6] = fmaf(w, z.z, acc[6]);
+        acc[7] = fmaf(w, z.w, acc[7]);
+      }
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] *= inv;
+    T* out = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
+             int64_t(hq) * p.o_head_stride + cc * 8;
+    *reinterpret_cast<uint4*>(out) = pack8<T>(acc);
+    if (p.lse != nullptr && cc == 0)
+      p.lse[b * p.lse_batch_stride + int64_t(hq) * p.lse_head_stride + i] =
+          sum > 0.0f ? mx + logf(sum) : -INFINITY;
+  }
+}
+
+}  // namespace decode
+}  // namespace flashlab
