@@ -408,8 +408,9 @@ def test_contiguous_errors():
 # ---------------------------------------------------------------------------------------------
 # torch: flash_attn_interface.flash_attn_with_kvcache / flash_attn_combine (CPU)
 # ---------------------------------------------------------------------------------------------
+_REQ = __import__("inspect").Parameter.empty
 FLASH_ATTN_KVCACHE_PARAMS = [
-    ("q", None), ("k_cache", None), ("v_cache", None), ("k", None), ("v", None), ("rotary_cos", None),
+    ("q", _REQ), ("k_cache", _REQ), ("v_cache", _REQ), ("k", None), ("v", None), ("rotary_cos", None),
     ("rotary_sin", None), ("cache_seqlens", None), ("cache_batch_idx", None), ("cache_leftpad", None),
     ("block_table", None), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
     ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None), ("num_splits", 0),
@@ -483,3 +484,56 @@ def test_flash_attn_with_kvcache_torch_int_seqlens_and_combine():
     torch.testing.assert_close(dst.float(), out, rtol=1e-2, atol=1e-2)
     with pytest.raises(flashlab.FlashlabError, match="cache too short"):
         flash_attn_with_kvcache(q, kc, vc, k=torch.randn(2, 1, 2, 8), v=torch.randn(2, 1, 2, 8), cache_seqlens=6)
+
+
+@needs_torch
+def test_flash_attn_with_kvcache_torch_features():
+    """Window, softcap, ALiBi (batch, nheads), num_splits, int64 cache_seqlens, a q that requires
+    grad, a paged cache of page size 1; then a dtype mismatch is refused without writing the cache."""
+    from flashlab.flash_attn_interface import flash_attn_with_kvcache
+
+    rng = rng_for("torch-features")
+    P = build(rng, sq=3, t_new=3, seqlens=(12, 3, 20), capacity=24, layout="NHD", page_size=1)
+    alibi = rng.uniform(0.05, 0.5, (3, 8)).astype(np.float32)
+    want_out, want_lse, _, _ = reference(
+        P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], causal=True,
+        window=(5, 0), softcap=3.0, alibi=alibi, scale=0.3)
+    kc, vc = torch.from_numpy(P["k_cache"].copy()), torch.from_numpy(P["v_cache"].copy())
+    q = torch.from_numpy(P["q"]).requires_grad_()
+    out, lse = flash_attn_with_kvcache(
+        q, kc, vc, torch.from_numpy(P["k"]), torch.from_numpy(P["v"]),
+        cache_seqlens=torch.from_numpy(P["seqlens"]).long(), block_table=torch.from_numpy(P["kw"]["block_table"]),
+        softmax_scale=0.3, causal=True, window_size=(5, 0), softcap=3.0, alibi_slopes=torch.from_numpy(alibi),
+        num_splits=3, return_softmax_lse=True)
+    check("torch features out", out.numpy(), want_out, 2e-5)
+    check("torch features lse", lse.numpy(), want_lse, 2e-5)
+    before = P["k_cache"].copy()
+    kc2 = torch.from_numpy(before.copy())
+    with pytest.raises(flashlab.FlashlabError, match="must equal dtype"):
+        flash_attn_with_kvcache(
+            q.detach().to(torch.bfloat16), kc2, torch.from_numpy(P["v_cache"].copy()), torch.from_numpy(P["k"]),
+            torch.from_numpy(P["v"]), cache_seqlens=torch.from_numpy(P["seqlens"]),
+            block_table=torch.from_numpy(P["kw"]["block_table"]))
+    np.testing.assert_array_equal(kc2.numpy(), before)
+
+
+def _has_cuda():
+    info = flashlab.build_info()
+    return torch is not None and info["cuda_compiled"] and info["cuda_device_count"] > 0 and torch.version.cuda is not None
+
+
+@pytest.mark.skipif(not _has_cuda(), reason="needs torch, a CUDA device and a CUDA build of libflashlab")
+def test_cuda_tensors_reach_the_cpp_api():
+    """CUDA tensors pass through to the C++ entry points, which refuse them (kUnsupported) until
+    the CUDA KV-cache kernel lands; the cache is not written."""
+    from flashlab.flash_attn_interface import flash_attn_combine, flash_attn_with_kvcache
+
+    q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.bfloat16)
+    kc = torch.randn(2, 16, 1, 64, device="cuda", dtype=torch.bfloat16)
+    vc, before = kc.clone(), kc.clone()
+    k = torch.randn(2, 1, 1, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(flashlab.UnsupportedError, match="KV-cache"):
+        flash_attn_with_kvcache(q, kc, vc, k, k.clone(), cache_seqlens=3)
+    assert torch.equal(kc, before)
+    with pytest.raises(flashlab.UnsupportedError):
+        flash_attn_combine(torch.zeros(2, 1, 1, 4, 64, device="cuda"), torch.zeros(2, 1, 4, 1, device="cuda"))
