@@ -7,6 +7,8 @@ Three layers (docs/python.md):
   (a ``ValueError``) or its subclass :class:`UnsupportedError`, carrying the C++ Status message.
 * :func:`attention` / :func:`attention_backward` here: NumPy conveniences that allocate the outputs
   (CPU backends). :func:`attention_flops`: the mask-aware FLOP count every benchmark uses.
+* :func:`attention_with_kvcache` / :func:`kvcache_append` / :func:`attention_combine`: inference
+  against a K/V cache (contiguous or paged, in-place append, rotary, split-KV; docs/kvcache.md).
 * ``flashlab.torch``: PyTorch custom ops with autograd, ``torch.compile`` and CUDA-graph support;
   ``flashlab.flash_attn_interface``: the flash-attn 2.x functions.
 
@@ -29,6 +31,7 @@ from ._core import (  # noqa: E402
     implementations,
 )
 from ._numpy import attention, attention_backward  # noqa: E402
+from .kvcache import attention_combine, attention_with_kvcache, kvcache_append  # noqa: E402
 
 __version__ = _core.__version__
 
@@ -37,9 +40,12 @@ __all__ = [
     "UnsupportedError",
     "attention",
     "attention_backward",
+    "attention_combine",
     "attention_flops",
+    "attention_with_kvcache",
     "backward",
     "build_info",
     "forward",
     "implementations",
+    "kvcache_append",
 ]

@@ -19,12 +19,16 @@ Differences (docs/python.md lists them all):
   256, with every feature of these functions (causal, window, softcap, ALiBi, dropout, GQA/MQA,
   varlen); anything else raises ``flashlab.UnsupportedError``. On the CPU everything runs (fp32
   too), which flash-attn does not do.
-* ``block_table`` (paged KV cache) is not supported.
+* ``flash_attn_with_kvcache`` (contiguous or paged cache, in-place append, rotary, leftpad,
+  split-KV) runs on CPU tensors (the C++ float64 reference); on CUDA tensors it raises
+  ``flashlab.UnsupportedError`` until the CUDA decode kernel lands. Any page size works (flash-attn
+  needs multiples of 256). ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
+* ``block_table`` in ``flash_attn_varlen_func`` (paged KV for prefill) is not supported.
 
 As in flash-attn, a window side >= seqlen_k (max_seqlen_k for varlen) means unbounded.
 """
 
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 try:
     import torch  # noqa: F401
@@ -39,15 +43,18 @@ except ModuleNotFoundError as _e:
 from torch import Tensor  # noqa: E402
 
 from ._core import UnsupportedError  # noqa: E402
-from .torch import _attention  # noqa: E402
+from . import _core  # noqa: E402
+from .torch import _attention, _call, _capsule, _last_dim_contiguous  # noqa: E402
 
 __all__ = [
+    "flash_attn_combine",
     "flash_attn_func",
     "flash_attn_kvpacked_func",
     "flash_attn_qkvpacked_func",
     "flash_attn_varlen_func",
     "flash_attn_varlen_kvpacked_func",
     "flash_attn_varlen_qkvpacked_func",
+    "flash_attn_with_kvcache",
 ]
 
 
@@ -189,3 +196,116 @@ def flash_attn_varlen_kvpacked_func(
                 deterministic, return_attn_probs, cu_seqlens_q=cu_seqlens_q,
                 cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                 max_seqlen_k=max_seqlen_k)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Inference: the K/V cache (docs/kvcache.md)
+# ---------------------------------------------------------------------------------------------
+def _int32(x: Optional[Tensor]) -> Optional[Tensor]:
+    return None if x is None else x.to(torch.int32).contiguous()
+
+
+def _float32(x: Optional[Tensor]) -> Optional[Tensor]:
+    return None if x is None else x.detach().to(torch.float32).contiguous()
+
+
+def _detached(x: Optional[Tensor]) -> Optional[Tensor]:
+    return None if x is None else _last_dim_contiguous(x.detach())
+
+
+def flash_attn_with_kvcache(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    k: Optional[Tensor] = None,
+    v: Optional[Tensor] = None,
+    rotary_cos: Optional[Tensor] = None,
+    rotary_sin: Optional[Tensor] = None,
+    cache_seqlens: Optional[Union[int, Tensor]] = None,
+    cache_batch_idx: Optional[Tensor] = None,
+    cache_leftpad: Optional[Tensor] = None,
+    block_table: Optional[Tensor] = None,
+    softmax_scale: Optional[float] = None,
+    causal: bool = False,
+    window_size: Tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+    rotary_interleaved: bool = True,
+    alibi_slopes: Optional[Tensor] = None,
+    num_splits: int = 0,
+    return_softmax_lse: bool = False,
+):
+    """flash-attn 2.x ``flash_attn_with_kvcache``: appends ``k``/``v`` into the cache **in place**
+    (at slots ``cache_seqlens[b]`` ..., ``k`` rotated first when ``rotary_cos``/``rotary_sin`` are
+    given) and attends ``q`` to the cache. Returns ``out``, or ``(out, softmax_lse)`` with
+    ``return_softmax_lse=True`` (softmax_lse: fp32 (batch, nheads, seqlen_q)).
+
+    q: (batch, seqlen_q, nheads, headdim). k_cache/v_cache: (batch_cache, seqlen_cache, nheads_k,
+    headdim), or with ``block_table`` (batch, max_num_blocks_per_seq) int32 the pages
+    (num_blocks, page_block_size, nheads_k, headdim) (any page size >= 1). k/v: (batch, seqlen_new,
+    nheads_k, headdim). cache_seqlens: int32 (batch,) or an int; ``None`` means the whole cache is
+    filled. cache_batch_idx / cache_leftpad: int32 (batch,). rotary_cos/sin: (seqlen_ro,
+    rotary_dim / 2). alibi_slopes: fp32 (nheads,) or (batch, nheads). num_splits: 0 auto, 1 none,
+    n splits (the result is the same up to rounding).
+
+    Positions (docs/kvcache.md): the keys are slots [leftpad, cache_seqlens + seqlen_new), key j has
+    position j and query i position L - seqlen_q + i (L the number of keys); causal/window masks
+    are bottom-right on these, and rotary uses them for q and the new k. flash-attn rotates every
+    query of a non-causal, non-local call at position cache_seqlens; flashlab always uses the
+    per-query positions (the same thing for seqlen_q = 1).
+
+    CPU tensors run (fp32, fp16, bf16); CUDA tensors raise ``flashlab.UnsupportedError`` until the
+    CUDA kernel lands. Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
+    written then.
+    """
+    q, k, v = _detached(q), _detached(k), _detached(v)
+    k_cache, v_cache = k_cache.detach(), v_cache.detach()
+    batch = q.shape[0]
+    if cache_seqlens is None:  # the whole cache is filled
+        capacity = k_cache.shape[1] * (1 if block_table is None else block_table.shape[1])
+        cache_seqlens = capacity
+    if isinstance(cache_seqlens, int):
+        cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=k_cache.device)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = None
+    if return_softmax_lse:
+        lse = torch.empty((batch, q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+    tensors = dict(
+        k=k, v=v, rotary_cos=_float32(rotary_cos), rotary_sin=_float32(rotary_sin),
+        cache_batch_idx=_int32(cache_batch_idx), cache_leftpad=_int32(cache_leftpad),
+        block_table=_int32(block_table), alibi_slopes=_float32(alibi_slopes),
+    )  # fmt: skip
+    _call(
+        _core.attention_with_kvcache, q, q, k_cache, v_cache, _int32(cache_seqlens), out, lse,
+        **{name: _capsule(t) for name, t in tensors.items()},
+        rotary_interleaved=rotary_interleaved, page_layout="NHD", softmax_scale=softmax_scale,
+        causal=causal, window_left=window_size[0], window_right=window_size[1], softcap=softcap,
+        num_splits=num_splits,
+    )  # fmt: skip
+    return (out, lse) if return_softmax_lse else out
+
+
+def flash_attn_combine(
+    out_partial: Tensor, lse_partial: Tensor, out: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None
+):
+    """Merges split-KV partial results exactly; returns ``(out, softmax_lse)``.
+
+    out_partial: fp32 (num_splits, batch, seqlen_q, nheads, headdim); lse_partial: fp32
+    (num_splits, batch, nheads, seqlen_q) (flashlab's layout: ``softmax_lse`` of
+    ``flash_attn_with_kvcache`` stacked over the splits). ``out`` (batch, seqlen_q, nheads,
+    headdim), written in place when given, else allocated in ``out_dtype`` (default: out_partial's
+    dtype). softmax_lse: fp32 (batch, nheads, seqlen_q). Splits with lse -inf contribute nothing;
+    a row whose splits are all -inf gets out 0 and lse -inf. CPU tensors (CUDA: UnsupportedError).
+    """
+    out_partial = _last_dim_contiguous(out_partial.detach().to(torch.float32))
+    lse_partial = lse_partial.detach().to(torch.float32)
+    if lse_partial.stride(-1) != 1 and lse_partial.shape[-1] > 1:
+        lse_partial = lse_partial.contiguous()
+    if out_partial.dim() != 5:
+        raise _core.FlashlabError(
+            f"out_partial.shape {tuple(out_partial.shape)} must be (num_splits, batch, seqlen_q, nheads, headdim)")
+    _, batch, seqlen_q, nheads, _ = out_partial.shape
+    if out is None:
+        out = torch.empty(out_partial.shape[1:], dtype=out_dtype or out_partial.dtype, device=out_partial.device)
+    lse = torch.empty((batch, nheads, seqlen_q), dtype=torch.float32, device=out_partial.device)
+    _call(_core.attention_combine, out_partial, out_partial, lse_partial, out, lse)
+    return out, lse

@@ -267,6 +267,7 @@ NB_MODULE(_core, m) {
         "cu_seqlens_k"_a = nb::none(),
         "(forward, backward) FLOPs, mask-aware: 4 * head_dim per visible (query, key) pair and query head "
         "forward, 2.5x that backward (flashlab::attention_flops; every benchmark's TFLOP/s uses it).");
+  bind_kvcache(m);
   m.def("implementations", &implementations, "Every implementation in this build: name, device, availability.");
   m.def("build_info", &build_info, "How libflashlab.so was built and which CUDA devices it sees.");
 }

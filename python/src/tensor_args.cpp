@@ -28,6 +28,8 @@ std::string cat(const Args&... args) {
   return os.str();
 }
 
+}  // namespace
+
 std::string shape_str(const nb::ndarray<nb::ro>& a) {
   std::string s = "(";
   for (size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
@@ -74,6 +76,8 @@ Placement placement_of(const char* name, int device_type, int device_id) {
 std::string placement_str(const Placement& p) {
   return p.device == Device::kCPU ? std::string("cpu") : cat("cuda:", p.device_id);
 }
+
+namespace {
 
 void check_ndim(const char* name, const InArray& a, size_t want, bool varlen) {
   if (a.ndim() == want) return;

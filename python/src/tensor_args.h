@@ -101,7 +101,19 @@ struct Options {
 };
 void set_options(const Options& o, flashlab::AttentionConfig* c);
 
+// Small helpers shared with kvcache.cpp: "(2, 3)", "bfloat16", a dtype test, flashlab's DType of
+// a float tensor (anything else fails naming `name`), and where a tensor lives.
+std::string shape_str(const nb::ndarray<nb::ro>& a);
+std::string dtype_str(nb::dlpack::dtype d);
+bool is(nb::dlpack::dtype d, nb::dlpack::dtype_code code, int bits);
+flashlab::DType dtype_of(const char* name, const InArray& a);
+Placement placement_of(const char* name, int device_type, int device_id);
+std::string placement_str(const Placement& p);
+
 // Checks that `a` lives where q does (same device type and ordinal).
 void check_placement(const char* name, int device_type, int device_id, const Layout& L);
+
+// Registers attention_with_kvcache, kvcache_append and attention_combine (kvcache.cpp).
+void bind_kvcache(nb::module_& m);
 
 }  // namespace flashlab_py

@@ -1,0 +1,539 @@
+"""KV-cache inference from Python: flashlab.attention_with_kvcache / kvcache_append /
+attention_combine (NumPy, runs in CI) and flash_attn_interface.flash_attn_with_kvcache /
+flash_attn_combine (torch, CPU; skipped without torch).
+
+The oracle is a small float64 NumPy implementation of docs/kvcache.md written here (not flashlab):
+per sequence it gathers the keys slot by slot from the cache layout, appends the new keys (rotated
+and rounded to the dtype), rotates the queries at their positions, and evaluates the masked
+softmax. Unfilled and left-padded slots and unused pages are NaN-poisoned: they must not leak.
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+
+import flashlab
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+
+def rng_for(name):
+    seed = zlib.crc32(name.encode()) ^ np.random.SeedSequence().entropy % (1 << 31)
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference
+# ---------------------------------------------------------------------------------------------
+def rotate(x, cos, sin, pos, interleaved):
+    """x (..., d) float64 rotated at position pos (docs/kvcache.md, "Rotary")."""
+    rd = 2 * cos.shape[1]
+    c, s = cos[pos].astype(np.float64), sin[pos].astype(np.float64)
+    y = x.copy()
+    if interleaved:
+        x0, x1 = x[..., 0:rd:2], x[..., 1:rd:2]
+        y[..., 0:rd:2], y[..., 1:rd:2] = x0 * c - x1 * s, x0 * s + x1 * c
+    else:
+        h = rd // 2
+        x0, x1 = x[..., :h], x[..., h:rd]
+        y[..., :h], y[..., h:rd] = x0 * c - x1 * s, x0 * s + x1 * c
+    return y
+
+
+class Cache:
+    """Where slot s of sequence b lives in k_cache / v_cache."""
+
+    def __init__(self, kind, rows=None, block_table=None, page_size=None):
+        self.kind, self.rows, self.block_table, self.page_size = kind, rows, block_table, page_size
+
+    def index(self, b, s):
+        if self.kind == "contiguous":
+            return (self.rows[b], s)
+        page, off = self.block_table[b, s // self.page_size], s % self.page_size
+        return (page, off) if self.kind == "NHD" else (page, slice(None), off)
+
+
+def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, sin=None, interleaved=False,
+              leftpad=None, scale=None, causal=False, window=(-1, -1), softcap=0.0, alibi=None, dtype=np.float32):
+    """(out, lse, k_cache_after, v_cache_after) in float64 (caches in their dtype)."""
+    b_, sq, hq, d = q.shape
+    hk = k_cache.shape[-2] if cache.kind != "HND" else k_cache.shape[1]
+    g = hq // hk
+    scale = 1 / np.sqrt(d) if scale is None else scale
+    t = 0 if k is None else k.shape[1]
+    kc, vc = k_cache.copy(), v_cache.copy()
+    out = np.zeros((b_, sq, hq, d))
+    lse = np.full((b_, hq, sq), -np.inf)
+    for b in range(b_):
+        lp = 0 if leftpad is None else int(leftpad[b])
+        n = int(seqlens[b])
+        for i in range(t):  # the append, keys rotated at their positions and stored in the dtype
+            kn = k[b, i].astype(np.float64)
+            if cos is not None:
+                kn = rotate(kn, cos, sin, n - lp + i, interleaved)
+            kc[cache.index(b, n + i)] = kn.astype(dtype)
+            vc[cache.index(b, n + i)] = v[b, i]
+        L = n + t - lp
+        K = np.array([kc[cache.index(b, s)] for s in range(lp, lp + L)], dtype=np.float64).reshape(L, hk, d)
+        V = np.array([vc[cache.index(b, s)] for s in range(lp, lp + L)], dtype=np.float64).reshape(L, hk, d)
+        for i in range(sq):
+            pos = L - sq + i
+            qi = q[b, i].astype(np.float64)
+            if cos is not None:
+                qi = rotate(qi, cos, sin, pos, interleaved).astype(dtype).astype(np.float64)
+            for h in range(hq):
+                s = scale * (K[:, h // g] @ qi[h])
+                if softcap > 0:
+                    s = softcap * np.tanh(s / softcap)
+                j = np.arange(L)
+                if alibi is not None:
+                    slope = alibi[h] if alibi.ndim == 1 else alibi[b, h]
+                    s = s - slope * np.abs(pos - j)
+                vis = np.ones(L, bool)
+                if causal:
+                    vis &= j <= pos
+                if window[0] >= 0:
+                    vis &= j >= pos - window[0]
+                if window[1] >= 0:
+                    vis &= j <= pos + window[1]
+                if not vis.any():
+                    continue
+                s = s[vis]
+                m = s.max()
+                p = np.exp(s - m)
+                lse[b, h, i] = m + np.log(p.sum())
+                out[b, i, h] = (p / p.sum()) @ V[vis, h // g]
+    return out, lse, kc, vc
+
+
+def check(name, got, want, tol):
+    got = np.asarray(got, dtype=np.float64)
+    assert not np.isnan(got).any(), f"{name}: NaN in the result (a poisoned slot leaked?)"
+    with np.errstate(invalid="ignore"):  # -inf - -inf where both are -inf (checked below)
+        err = np.abs(got - want)
+    bound = tol * (1 + np.abs(want))
+    ok = (err <= bound) | (np.isinf(want) & (got == want))
+    assert ok.all(), f"{name}: max error {np.nanmax(np.where(np.isinf(want), 0, err)):.3g} > tol {tol}"
+
+
+TOL = {np.float32: 2e-5, np.float16: 4e-3}
+
+
+# ---------------------------------------------------------------------------------------------
+# Building a problem
+# ---------------------------------------------------------------------------------------------
+def build(rng, *, batch=3, sq=1, hq=8, hk=2, d=16, seqlens=(5, 0, 9), t_new=0, capacity=16, layout="contiguous",
+          page_size=4, permute_rows=True, leftpad=None, dtype=np.float32, rotary_dim=0):
+    """Fresh random inputs; every slot that is not a key is NaN."""
+    seqlens = np.array(seqlens, dtype=np.int32)
+    lp = np.zeros(batch, np.int32) if leftpad is None else np.array(leftpad, dtype=np.int32)
+    q = rng.standard_normal((batch, sq, hq, d)).astype(dtype)
+    if layout == "contiguous":
+        rows = rng.permutation(batch + 2)[:batch].astype(np.int32) if permute_rows else np.arange(batch, dtype=np.int32)
+        shape = (batch + 2, capacity, hk, d)
+        cache = Cache("contiguous", rows=rows)
+    else:
+        max_pages = -(-capacity // page_size)
+        num_pages = batch * max_pages + 3
+        perm = rng.permutation(num_pages).astype(np.int32)
+        bt = perm[: batch * max_pages].reshape(batch, max_pages).copy()
+        for b in range(batch):  # pages past what the sequence uses are padding
+            used = -(-(int(seqlens[b]) + t_new) // page_size)
+            bt[b, used:] = -1
+        shape = (num_pages, page_size, hk, d) if layout == "NHD" else (num_pages, hk, page_size, d)
+        cache = Cache(layout, block_table=bt, page_size=page_size)
+    kc = np.full(shape, np.nan, dtype=dtype)
+    vc = np.full(shape, np.nan, dtype=dtype)
+    for b in range(batch):
+        for s in range(int(lp[b]), int(seqlens[b])):
+            kc[cache.index(b, s)] = rng.standard_normal((hk, d))
+            vc[cache.index(b, s)] = rng.standard_normal((hk, d))
+    k = v = None
+    if t_new:
+        k = rng.standard_normal((batch, t_new, hk, d)).astype(dtype)
+        v = rng.standard_normal((batch, t_new, hk, d)).astype(dtype)
+    cos = sin = None
+    if rotary_dim:
+        ang = rng.uniform(0, 2 * np.pi, (capacity + 4, rotary_dim // 2))
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    kw = {}
+    if layout == "contiguous":
+        if permute_rows:
+            kw["cache_batch_idx"] = cache.rows
+    else:
+        kw["block_table"] = cache.block_table
+        kw["page_layout"] = layout
+    if leftpad is not None:
+        kw["cache_leftpad"] = lp
+    return dict(q=q, k_cache=kc, v_cache=vc, seqlens=seqlens, cache=cache, k=k, v=v, cos=cos, sin=sin,
+                leftpad=None if leftpad is None else lp, kw=kw, dtype=dtype)
+
+
+def run_and_check(P, name, **opts):
+    """Calls flashlab.attention_with_kvcache and checks out, lse and the caches (in place)."""
+    ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved") if kk in opts}
+    want_out, want_lse, want_kc, want_vc = reference(
+        P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], cos=P["cos"],
+        sin=P["sin"], leftpad=P["leftpad"], dtype=P["dtype"], **ref_opts)
+    kc, vc = P["k_cache"].copy(), P["v_cache"].copy()
+    out, lse = flashlab.attention_with_kvcache(
+        P["q"], kc, vc, P["seqlens"], k=P["k"], v=P["v"], rotary_cos=P["cos"], rotary_sin=P["sin"],
+        rotary_interleaved=opts.get("interleaved", False), softmax_scale=opts.get("scale"),
+        causal=opts.get("causal", False), window_size=opts.get("window", (-1, -1)),
+        softcap=opts.get("softcap", 0.0), alibi_slopes=opts.get("alibi"), num_splits=opts.get("num_splits", 0),
+        split_size=opts.get("split_size", 0), **P["kw"])
+    tol = TOL[P["dtype"]]
+    check(f"{name} out", out, want_out, tol)
+    check(f"{name} lse", lse, want_lse, tol)
+    # The caches: the appended slots hold the new (rotated) keys and values, nothing else changed
+    # (NaN poison stays exactly where it was: assert_array_equal treats NaN == NaN).
+    if P["cos"] is None:
+        np.testing.assert_array_equal(kc, want_kc)
+    else:
+        np.testing.assert_allclose(kc, want_kc, rtol=1e-6 if P["dtype"] == np.float32 else 1e-3, atol=1e-6)
+        np.testing.assert_array_equal(np.isnan(kc), np.isnan(want_kc))
+    np.testing.assert_array_equal(vc, want_vc)
+    return out, lse
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy: attention_with_kvcache
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sq", [1, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_contiguous_cache_batch_idx_append_gqa(sq, causal):
+    """Decode (seqlen_q 1) and seqlen_q 4 with an append of as many keys, GQA 4:1, ragged lengths
+    including an empty cache, rows picked by cache_batch_idx."""
+    P = build(rng_for(f"contig{sq}{causal}"), sq=sq, t_new=sq, seqlens=(5, 0, 9), capacity=16)
+    run_and_check(P, f"contiguous sq={sq} causal={causal}", causal=causal)
+
+
+@pytest.mark.parametrize("sq", [1, 4])
+def test_contiguous_no_append(sq):
+    """Read-only cache (a NumPy array that is not writable works without an append); a sequence with
+    an empty cache and no append attends to nothing: out 0, lse -inf."""
+    P = build(rng_for(f"noappend{sq}"), sq=sq, seqlens=(7, 0, 12), permute_rows=False, capacity=12)
+    P["k_cache"].flags.writeable = False
+    P["v_cache"].flags.writeable = False
+    out, lse = run_and_check(P, f"no append sq={sq}")
+    assert (out[1] == 0).all() and np.isneginf(lse[1]).all()
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 16])
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+@pytest.mark.parametrize("sq", [1, 4])
+def test_paged(page_size, layout, sq):
+    P = build(rng_for(f"paged{page_size}{layout}{sq}"), sq=sq, t_new=sq, seqlens=(13, 0, 20), capacity=40,
+              layout=layout, page_size=page_size)
+    run_and_check(P, f"paged {layout} page_size={page_size} sq={sq}", causal=True)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "NHD"])
+def test_leftpad(layout):
+    P = build(rng_for(f"leftpad{layout}"), sq=2, t_new=2, seqlens=(9, 4, 11), leftpad=(3, 4, 0), capacity=16,
+              layout=layout, page_size=3)
+    run_and_check(P, f"leftpad {layout}", causal=True)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rotary_dim", [8, 16])
+def test_rotary(interleaved, rotary_dim):
+    P = build(rng_for(f"rot{interleaved}{rotary_dim}"), sq=3, t_new=3, seqlens=(6, 2, 9), leftpad=(2, 0, 1),
+              capacity=16, rotary_dim=rotary_dim, layout="NHD", page_size=5)
+    run_and_check(P, f"rotary dim={rotary_dim} interleaved={interleaved}", causal=True, interleaved=interleaved)
+
+
+@pytest.mark.parametrize("splits", [dict(num_splits=1), dict(num_splits=3), dict(split_size=2), dict(split_size=5)])
+def test_splits(splits):
+    P = build(rng_for(f"split{splits}"), sq=2, t_new=2, seqlens=(30, 0, 17), capacity=40, layout="HND", page_size=7)
+    run_and_check(P, f"splits {splits}", causal=True, **splits)
+
+
+def test_window_softcap_alibi_scale():
+    rng = rng_for("features")
+    P = build(rng, sq=3, t_new=3, seqlens=(12, 3, 20), capacity=24)
+    alibi = rng.uniform(0.05, 0.5, (3, 8)).astype(np.float32)
+    run_and_check(P, "window/softcap/alibi/scale", causal=True, window=(5, 0), softcap=3.0, alibi=alibi, scale=0.3)
+    P = build(rng, sq=2, seqlens=(12, 3, 20), capacity=24)
+    run_and_check(P, "window two-sided", window=(4, 1), alibi=alibi[0])
+
+
+def test_fp16():
+    P = build(rng_for("fp16"), sq=2, t_new=2, seqlens=(5, 0, 9), dtype=np.float16, layout="NHD", page_size=3,
+              rotary_dim=8)
+    run_and_check(P, "fp16", causal=True)
+
+
+def test_kvcache_append_alone():
+    P = build(rng_for("append"), sq=1, t_new=3, seqlens=(5, 0, 9), layout="HND", page_size=3, rotary_dim=16)
+    _, _, want_kc, want_vc = reference(P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"],
+                                       v=P["v"], cos=P["cos"], sin=P["sin"])
+    kc, vc = P["k_cache"].copy(), P["v_cache"].copy()
+    flashlab.kvcache_append(kc, vc, P["seqlens"], P["k"], P["v"], rotary_cos=P["cos"], rotary_sin=P["sin"], **P["kw"])
+    np.testing.assert_allclose(kc, want_kc, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.isnan(kc), np.isnan(want_kc))
+    np.testing.assert_array_equal(vc, want_vc)
+
+
+def test_core_poisoned_outputs_and_strided_lse():
+    """_core writes every element of caller-provided (NaN-poisoned) out and lse."""
+    P = build(rng_for("core"), sq=2, t_new=2, seqlens=(3, 0, 6))
+    want_out, want_lse, _, _ = reference(P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"],
+                                         v=P["v"], causal=True)
+    out = np.full(P["q"].shape, np.nan, np.float32)
+    lse_buf = np.full((3, 8, 4), np.nan, np.float32)
+    lse = lse_buf[:, :, :2]  # rows contiguous, a gap between heads
+    flashlab._core.attention_with_kvcache(P["q"], P["k_cache"].copy(), P["v_cache"].copy(), P["seqlens"], out, lse,
+                                          k=P["k"], v=P["v"], causal=True, **P["kw"])
+    check("out", out, want_out, 2e-5)
+    check("lse", lse, want_lse, 2e-5)
+    assert np.isnan(lse_buf[:, :, 2:]).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy: attention_combine
+# ---------------------------------------------------------------------------------------------
+def combine_reference(op, lp):
+    op, lp = op.astype(np.float64), lp.astype(np.float64)
+    m = lp.max(axis=0)
+    m_safe = np.where(np.isneginf(m), 0, m)
+    w = np.exp(lp - m_safe)  # (splits, b, h, sq)
+    den = w.sum(axis=0)
+    lse = np.where(den > 0, m_safe + np.log(np.where(den > 0, den, 1)), -np.inf)
+    wt = np.transpose(w, (0, 1, 3, 2))[..., None]  # (splits, b, sq, h, 1)
+    den_t = np.transpose(den, (0, 2, 1))  # (b, sq, h)
+    out = (wt * op).sum(axis=0) / np.where(den_t > 0, den_t, 1)[..., None]
+    return out, lse
+
+
+@pytest.mark.parametrize("out_dtype", [None, np.float16])
+def test_combine(out_dtype):
+    rng = rng_for("combine")
+    s, b, sq, h, d = 4, 2, 3, 5, 8
+    op = rng.standard_normal((s, b, sq, h, d)).astype(np.float32)
+    lp = rng.uniform(-3, 3, (s, b, h, sq)).astype(np.float32)
+    lp[1] = -np.inf  # a split with no visible key
+    op[1] = np.nan  # ... whose output must not be read
+    lp[:, 1, 2, 0] = -np.inf  # a row whose every split is empty
+    op[:, 1, 0, 2] = np.nan
+    want_out, want_lse = combine_reference(np.nan_to_num(op), lp)
+    out, lse = flashlab.attention_combine(op, lp, out_dtype=out_dtype)
+    assert out.dtype == (np.float32 if out_dtype is None else out_dtype)
+    check("combine out", out, want_out, 2e-5 if out_dtype is None else 2e-3)
+    check("combine lse", lse, want_lse, 2e-5)
+    assert (out[1, 0, 2] == 0).all() and np.isneginf(lse[1, 2, 0])
+
+
+def test_combine_matches_split_attention():
+    """Two halves of the keys attended separately (no append) and combined = the whole."""
+    P = build(rng_for("combine2"), sq=2, seqlens=(10, 7, 12), permute_rows=False, capacity=12)
+    q, kc, vc = P["q"], np.nan_to_num(P["k_cache"]), np.nan_to_num(P["v_cache"])
+    lens = P["seqlens"]
+    first = np.minimum(lens, 5).astype(np.int32)
+    o1, l1 = flashlab.attention_with_kvcache(q, kc, vc, first)
+    # the second half: keys [5, len) as their own cache
+    kc2, vc2 = np.zeros_like(kc), np.zeros_like(vc)
+    kc2[:, :7], vc2[:, :7] = kc[:, 5:], vc[:, 5:]
+    o2, l2 = flashlab.attention_with_kvcache(q, kc2, vc2, np.maximum(lens - 5, 0).astype(np.int32))
+    out, lse = flashlab.attention_combine(np.stack([o1, o2]), np.stack([l1, l2]))
+    whole, whole_lse = flashlab.attention_with_kvcache(q, kc, vc, lens)
+    check("combined", out, whole.astype(np.float64), 2e-5)
+    check("combined lse", lse, whole_lse.astype(np.float64), 2e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: a clear exception, nothing written
+# ---------------------------------------------------------------------------------------------
+def error_case(P, match, exc=flashlab.FlashlabError, **over):
+    kc, vc = P["k_cache"].copy(), P["v_cache"].copy()
+    args = dict(k=P["k"], v=P["v"], **P["kw"])
+    args.update(over.pop("kw", {}))
+    q = over.pop("q", P["q"])
+    kc = over.pop("k_cache", kc)
+    vc = over.pop("v_cache", vc)
+    before_k, before_v = kc.copy(), vc.copy()
+    with pytest.raises(exc, match=match):
+        flashlab.attention_with_kvcache(q, kc, vc, over.pop("seqlens", P["seqlens"]), **args, **over)
+    np.testing.assert_array_equal(kc, before_k)
+    np.testing.assert_array_equal(vc, before_v)
+
+
+def test_errors():
+    rng = rng_for("errors")
+    P = build(rng, sq=1, t_new=2, seqlens=(5, 0, 9), layout="NHD", page_size=3, capacity=12)
+    bad = P["kw"]["block_table"].copy()
+    bad[2, 1] = P["k_cache"].shape[0]  # past the last page
+    error_case(P, r"block_table\[2\]\[1\] \(\d+\) out of range", kw=dict(block_table=bad))
+    # page_size mismatch between k_cache and v_cache
+    vbad = np.zeros((P["v_cache"].shape[0], 4) + P["v_cache"].shape[2:], np.float32)
+    error_case(P, r"v_cache.shape .* must equal k_cache.shape", v_cache=vbad)
+    # a table too short for the append: capacity 4 pages * 3 = 12 < 9 + 2 + 2
+    k3 = rng.standard_normal((3, 4, 2, 16)).astype(np.float32)
+    full = np.where(P["kw"]["block_table"] < 0, 0, P["kw"]["block_table"]).astype(np.int32)
+    error_case(P, r"cache too short for the append", kw=dict(k=k3, v=k3.copy(), block_table=full))
+    # dtypes
+    error_case(P, r"cache_dtype \(fp16\) must equal dtype \(fp32\)|must equal dtype",
+               k_cache=P["k_cache"].astype(np.float16), v_cache=P["v_cache"].astype(np.float16),
+               kw=dict(k=P["k"].astype(np.float16), v=P["v"].astype(np.float16)))
+    error_case(P, r"k and v .* must have k_cache's dtype", kw=dict(k=P["k"].astype(np.float16)))
+    error_case(P, r"cache_seqlens.dtype \(int64\) must be int32|cache_seqlens", seqlens=np.array([5, 0, 99]))
+    error_case(P, r"page_layout \('XYZ'\)", kw=dict(page_layout="XYZ"))
+    error_case(P, r"set num_splits .* or split_size .*, not both", num_splits=2, split_size=4)
+    # append into a read-only cache
+    ro = P["k_cache"].copy()
+    ro.flags.writeable = False
+    with pytest.raises(flashlab.FlashlabError, match="k_cache must be a writable tensor"):
+        flashlab.attention_with_kvcache(P["q"], ro, P["v_cache"].copy(), P["seqlens"], k=P["k"], v=P["v"], **P["kw"])
+    # combine: shapes
+    with pytest.raises(flashlab.FlashlabError, match="lse_partial.shape"):
+        flashlab.attention_combine(np.zeros((2, 1, 1, 2, 4), np.float32), np.zeros((2, 1, 1, 3), np.float32))
+
+
+def test_contiguous_errors():
+    P = build(rng_for("errors2"), sq=1, t_new=1, seqlens=(5, 0, 9), capacity=10)
+    rows = P["kw"]["cache_batch_idx"].copy()
+    rows[0] = 5
+    error_case(P, r"cache_batch_idx\[0\] \(5\) out of range", kw=dict(cache_batch_idx=rows))
+    error_case(P, r"cache too short for the append", seqlens=np.array([5, 0, 10], np.int32))
+    error_case(P, r"seqlen_q \(2\) > attended length", q=np.zeros((3, 2, 8, 16), np.float32), causal=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch: flash_attn_interface.flash_attn_with_kvcache / flash_attn_combine (CPU)
+# ---------------------------------------------------------------------------------------------
+_REQ = __import__("inspect").Parameter.empty
+FLASH_ATTN_KVCACHE_PARAMS = [
+    ("q", _REQ), ("k_cache", _REQ), ("v_cache", _REQ), ("k", None), ("v", None), ("rotary_cos", None),
+    ("rotary_sin", None), ("cache_seqlens", None), ("cache_batch_idx", None), ("cache_leftpad", None),
+    ("block_table", None), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
+    ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None), ("num_splits", 0),
+    ("return_softmax_lse", False),
+]
+
+
+@needs_torch
+def test_flash_attn_with_kvcache_signature():
+    import inspect
+
+    from flashlab import flash_attn_interface as fa
+
+    params = inspect.signature(fa.flash_attn_with_kvcache).parameters
+    assert [(p.name, p.default) for p in params.values()] == FLASH_ATTN_KVCACHE_PARAMS
+
+
+def _t(x, dtype):
+    return None if x is None else torch.from_numpy(np.ascontiguousarray(x)).to(dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("layout", ["contiguous", "NHD"])
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_flash_attn_with_kvcache_torch(dtype, layout, interleaved):
+    from flashlab.flash_attn_interface import flash_attn_with_kvcache
+
+    tdt = getattr(torch, dtype)
+    P = build(rng_for(f"torch{dtype}{layout}{interleaved}"), sq=2, t_new=2, seqlens=(5, 0, 9), leftpad=(1, 0, 2),
+              layout=layout, page_size=4, rotary_dim=8)
+    # inputs rounded to the dtype first, so that the float64 reference sees what torch sees
+    for name in ("q", "k_cache", "v_cache", "k", "v"):
+        P[name] = _t(P[name], tdt).float().numpy()
+    want_out, want_lse, want_kc, want_vc = reference(
+        P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], cos=P["cos"],
+        sin=P["sin"], interleaved=interleaved, leftpad=P["leftpad"], causal=True,
+        dtype=np.float32)
+    kc, vc = _t(P["k_cache"], tdt), _t(P["v_cache"], tdt)
+    kw = {kk: torch.from_numpy(vv) for kk, vv in P["kw"].items() if kk != "page_layout"}
+    out, lse = flash_attn_with_kvcache(
+        _t(P["q"], tdt), kc, vc, _t(P["k"], tdt), _t(P["v"], tdt), rotary_cos=torch.from_numpy(P["cos"]),
+        rotary_sin=torch.from_numpy(P["sin"]), cache_seqlens=torch.from_numpy(P["seqlens"]), causal=True,
+        rotary_interleaved=interleaved, return_softmax_lse=True, **kw)
+    assert out.dtype == tdt and lse.dtype == torch.float32
+    tol = 2e-5 if dtype == "float32" else 3e-2
+    check("torch out", out.float().numpy(), want_out, tol)
+    check("torch lse", lse.numpy(), want_lse, tol)
+    got_kc = kc.float().numpy()
+    np.testing.assert_array_equal(np.isnan(got_kc), np.isnan(want_kc))
+    np.testing.assert_allclose(np.nan_to_num(got_kc), np.nan_to_num(want_kc), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(vc.float().numpy(), want_vc)
+
+
+@needs_torch
+def test_flash_attn_with_kvcache_torch_int_seqlens_and_combine():
+    from flashlab.flash_attn_interface import flash_attn_combine, flash_attn_with_kvcache
+
+    g = torch.Generator().manual_seed(zlib.crc32(b"torch-int"))
+    q = torch.randn(2, 1, 4, 8, generator=g)
+    kc, vc = torch.randn(2, 6, 2, 8, generator=g), torch.randn(2, 6, 2, 8, generator=g)
+    out = flash_attn_with_kvcache(q, kc, vc, cache_seqlens=6)
+    assert isinstance(out, torch.Tensor)
+    a, la = flash_attn_with_kvcache(q, kc[:, :3], vc[:, :3], cache_seqlens=3, return_softmax_lse=True)
+    b, lb = flash_attn_with_kvcache(q, kc[:, 3:], vc[:, 3:], cache_seqlens=3, return_softmax_lse=True)
+    merged, lse = flash_attn_combine(torch.stack([a, b]), torch.stack([la, lb]))
+    torch.testing.assert_close(merged, out, rtol=1e-5, atol=1e-5)
+    dst = torch.empty_like(out, dtype=torch.bfloat16)
+    res, _ = flash_attn_combine(torch.stack([a, b]), torch.stack([la, lb]), out=dst)
+    assert res is dst
+    torch.testing.assert_close(dst.float(), out, rtol=1e-2, atol=1e-2)
+    with pytest.raises(flashlab.FlashlabError, match="cache too short"):
+        flash_attn_with_kvcache(q, kc, vc, k=torch.randn(2, 1, 2, 8), v=torch.randn(2, 1, 2, 8), cache_seqlens=6)
+
+
+@needs_torch
+def test_flash_attn_with_kvcache_torch_features():
+    """Window, softcap, ALiBi (batch, nheads), num_splits, int64 cache_seqlens, a q that requires
+    grad, a paged cache of page size 1; then a dtype mismatch is refused without writing the cache."""
+    from flashlab.flash_attn_interface import flash_attn_with_kvcache
+
+    rng = rng_for("torch-features")
+    P = build(rng, sq=3, t_new=3, seqlens=(12, 3, 20), capacity=24, layout="NHD", page_size=1)
+    alibi = rng.uniform(0.05, 0.5, (3, 8)).astype(np.float32)
+    want_out, want_lse, _, _ = reference(
+        P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], causal=True,
+        window=(5, 0), softcap=3.0, alibi=alibi, scale=0.3)
+    kc, vc = torch.from_numpy(P["k_cache"].copy()), torch.from_numpy(P["v_cache"].copy())
+    q = torch.from_numpy(P["q"]).requires_grad_()
+    out, lse = flash_attn_with_kvcache(
+        q, kc, vc, torch.from_numpy(P["k"]), torch.from_numpy(P["v"]),
+        cache_seqlens=torch.from_numpy(P["seqlens"]).long(), block_table=torch.from_numpy(P["kw"]["block_table"]),
+        softmax_scale=0.3, causal=True, window_size=(5, 0), softcap=3.0, alibi_slopes=torch.from_numpy(alibi),
+        num_splits=3, return_softmax_lse=True)
+    check("torch features out", out.numpy(), want_out, 2e-5)
+    check("torch features lse", lse.numpy(), want_lse, 2e-5)
+    before = P["k_cache"].copy()
+    kc2 = torch.from_numpy(before.copy())
+    with pytest.raises(flashlab.FlashlabError, match="must equal dtype"):
+        flash_attn_with_kvcache(
+            q.detach().to(torch.bfloat16), kc2, torch.from_numpy(P["v_cache"].copy()), torch.from_numpy(P["k"]),
+            torch.from_numpy(P["v"]), cache_seqlens=torch.from_numpy(P["seqlens"]),
+            block_table=torch.from_numpy(P["kw"]["block_table"]))
+    np.testing.assert_array_equal(kc2.numpy(), before)
+
+
+def _has_cuda():
+    info = flashlab.build_info()
+    return torch is not None and info["cuda_compiled"] and info["cuda_device_count"] > 0 and torch.version.cuda is not None
+
+
+@pytest.mark.skipif(not _has_cuda(), reason="needs torch, a CUDA device and a CUDA build of libflashlab")
+def test_cuda_tensors_reach_the_cpp_api():
+    """CUDA tensors pass through to the C++ entry points, which refuse them (kUnsupported) until
+    the CUDA KV-cache kernel lands; the cache is not written."""
+    from flashlab.flash_attn_interface import flash_attn_combine, flash_attn_with_kvcache
+
+    q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.bfloat16)
+    kc = torch.randn(2, 16, 1, 64, device="cuda", dtype=torch.bfloat16)
+    vc, before = kc.clone(), kc.clone()
+    k = torch.randn(2, 1, 1, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(flashlab.UnsupportedError, match="KV-cache"):
+        flash_attn_with_kvcache(q, kc, vc, k, k.clone(), cache_seqlens=3)
+    assert torch.equal(kc, before)
+    with pytest.raises(flashlab.UnsupportedError):
+        flash_attn_combine(torch.zeros(2, 1, 1, 4, 64, device="cuda"), torch.zeros(2, 1, 4, 1, device="cuda"))
