@@ -319,6 +319,14 @@ TEST(CudaKvCache, Bandwidth) {
 
 // Without impl cuda_sm80 named the experimental path is refused, and nothing is launched.
 TEST(CudaKvCache, AutoRefusesWhileExperimental) {
+  // Device memory where there is a GPU (host pointers would be refused for their placement first).
+  std::vector<uint16_t> zeros(64, 0);
+  Dev<uint16_t> buf(zeros);
+  Dev<int32_t> lens(std::vector<int32_t>{1});
+  alignas(16) static uint16_t host_buf[64];
+  static int32_t host_lens[1] = {1};
+  const bool gpu = have_gpu();
+  void* data = gpu ? static_cast<void*>(buf.ptr) : static_cast<void*>(host_buf);
   KvCacheParams p;
   p.device = Device::kCUDA;
   p.dtype = p.cache_dtype = DType::kBFloat16;
@@ -326,15 +334,16 @@ TEST(CudaKvCache, AutoRefusesWhileExperimental) {
   p.seqlen_q = 1;
   p.heads_q = p.heads_kv = 1;
   p.head_dim = 64;
-  alignas(16) static uint16_t buf[64];
-  static int32_t lens[1] = {1};
-  p.q = contiguous(buf, 1, 1, 64);
-  p.out = contiguous(static_cast<void*>(buf), 1, 1, 64);
-  p.k_cache = p.v_cache = contiguous(static_cast<void*>(buf), 1, 1, 64);
+  p.q = contiguous(static_cast<const void*>(data), 1, 1, 64);
+  p.out = contiguous(data, 1, 1, 64);
+  p.k_cache = p.v_cache = contiguous(data, 1, 1, 64);
   p.max_seqlen_cache = 1;
-  p.cache_seqlens = lens;
+  p.cache_seqlens = gpu ? lens.ptr : host_lens;
   const Status st = attention_with_kvcache(p);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  if (gpu) {
+    EXPECT_NE(st.message().find("experimental"), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace
