@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
@@ -63,40 +62,9 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
-// The loop's shape (decode_kernel.cuh): keys per group per iteration, and whether the next
-// iteration's loads are issued before this one's arithmetic, and the CTAs per SM asked of ptxas.
-// FLASHLAB_DECODE_VARIANT (read once) picks one for measurements (ptxas, sm_90a: registers, spills):
-//   0  8 keys, no prefetch            239 regs
-//   1  4 keys, prefetch (default)     209 regs
-//   2  8 keys, prefetch               255 regs
-//   3  4 keys, prefetch, 3 CTAs/SM    168 regs, 52 bytes spilled
-//   4  2 keys, prefetch, 3 CTAs/SM    167 regs
-int variant() {
-  static const int v = [] {
-    const char* e = std::getenv("FLASHLAB_DECODE_VARIANT");
-    return e != nullptr ? std::atoi(e) : 1;
-  }();
-  return v;
-}
-
 template <typename T, int kD>
 Status launch(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
-  switch (variant()) {
-    case 0:
-      decode::decode_kernel<T, kD, 8, false, 1><<<grid, decode::kThreads, 0, stream>>>(dp);
-      break;
-    case 2:
-      decode::decode_kernel<T, kD, 8, true, 1><<<grid, decode::kThreads, 0, stream>>>(dp);
-      break;
-    case 3:
-      decode::decode_kernel<T, kD, 4, true, 3><<<grid, decode::kThreads, 0, stream>>>(dp);
-      break;
-    case 4:
-      decode::decode_kernel<T, kD, 2, true, 3><<<grid, decode::kThreads, 0, stream>>>(dp);
-      break;
-    default:
-      decode::decode_kernel<T, kD, 4, true, 1><<<grid, decode::kThreads, 0, stream>>>(dp);
-  }
+  decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
   FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
   if (dp.num_splits > 1) {
     decode::decode_combine_kernel<T><<<dp.batch * dp.seqlen_q * dp.heads_q, 32, 0, stream>>>(dp);

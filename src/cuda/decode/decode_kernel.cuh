@@ -29,6 +29,7 @@ namespace decode {
 
 constexpr int kThreads = 128;
 constexpr int kRows = 4;  // query rows per CTA (more rows: more CTAs over the same keys, from L2)
+constexpr int kKeys = 8;  // keys per group per iteration
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeParams {
@@ -116,21 +117,18 @@ __device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int
 
 // cap · tanh(x / cap), as the CPU reference's modify_score (tanhf: accurate, and the decode kernel
 // is memory-bound, so its cost hides).
-__device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int diag, int j) {
+__device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int64_t diag, int64_t j) {
   float s = dot * p.scale;
   if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
   if (slope != 0.0f) {
-    const int dist = diag > j ? diag - j : j - diag;
+    const int64_t dist = diag > j ? diag - j : j - diag;
     s -= slope * static_cast<float>(dist);
   }
   return s;
 }
 
-// kKeys: keys per group per iteration. kPrefetch: the next iteration's K and V loads are issued
-// before this iteration's arithmetic (registers double-buffered), so loads stay in flight.
-// kMinBlocks: CTAs per SM asked of ptxas (registers capped at 65536 / (128 · kMinBlocks)).
-template <typename T, int kD, int kKeys, bool kPrefetch, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __grid_constant__ DecodeParams p) {
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ DecodeParams p) {
   constexpr int kChunks = kD / 8;
   constexpr int kGroups = kThreads / kChunks;
   static_assert(kChunks <= 32 && 32 % kChunks == 0, "a group of lanes lies within one warp");
@@ -165,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __gr
 
   // The rows: query i, query head hq; their visible keys inside this split; q in registers.
   float qf[kRows][8];
-  int lo[kRows], hi[kRows], diag[kRows];  // positions < 2^31 (cache_seqlens is int32)
+  int64_t lo[kRows], hi[kRows], diag[kRows];
   float slope[kRows];
   int64_t k_begin = n1, k_end = n0;  // the union of the rows' visible keys in this split
 #pragma unroll
@@ -176,16 +174,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __gr
     lo[r] = 0;
     hi[r] = -1;
     slope[r] = 0.0f;
-    diag[r] = static_cast<int>(i + mask.shift);
+    diag[r] = i + mask.shift;
 #pragma unroll
     for (int e = 0; e < 8; ++e) qf[r][e] = 0.0f;
     if (rr >= p.rows) continue;
-    int64_t lo64, hi64;
-    visible_keys(mask, i, &lo64, &hi64);
-    if (lo64 < n0) lo64 = n0;
-    if (hi64 > n1 - 1) hi64 = n1 - 1;
-    lo[r] = static_cast<int>(lo64);
-    hi[r] = static_cast<int>(hi64);
+    visible_keys(mask, i, &lo[r], &hi[r]);
+    if (lo[r] < n0) lo[r] = n0;
+    if (hi[r] > n1 - 1) hi[r] = n1 - 1;
     if (lo[r] <= hi[r]) {
       if (lo[r] < k_begin) k_begin = lo[r];
       if (hi[r] + 1 > k_end) k_end = hi[r] + 1;
@@ -209,8 +204,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __gr
   }
   const T* kbase = static_cast<const T*>(p.k) + c * 8;
   const T* vbase = static_cast<const T*>(p.v) + c * 8;
-  constexpr int64_t kStep = int64_t(kGroups) * kKeys;  // keys of the CTA per iteration
-  auto load = [&](int64_t j0, uint4 (&kr)[kKeys], uint4 (&vr)[kKeys]) __attribute__((always_inline)) {
+  for (int64_t j0 = k_begin; j0 < k_end; j0 += int64_t(kGroups) * kKeys) {
+    uint4 kr[kKeys], vr[kKeys];
 #pragma unroll
     for (int k = 0; k < kKeys; ++k) {
       const int64_t j = j0 + g + int64_t(k) * kGroups;
@@ -224,8 +219,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __gr
             vbase + slot_offset(p, b, slot, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride));
       }
     }
-  };
-  auto compute = [&](int64_t j0, const uint4 (&kr)[kKeys], const uint4 (&vr)[kKeys]) __attribute__((always_inline)) {
     float s[kRows][kKeys];
 #pragma unroll
     for (int k = 0; k < kKeys; ++k) {
@@ -238,54 +231,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(const __gr
         for (int e = 0; e < 8; ++e) dot = fmaf(qf[r][e], kf[e], dot);
 #pragma unroll
         for (int off = kChunks / 2; off >= 1; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-        const int j = static_cast<int>(j0) + g + k * kGroups;
+        const int64_t j = j0 + g + int64_t(k) * kGroups;
         s[r][k] = (j >= lo[r] && j <= hi[r]) ? score_chain(p, dot, slope[r], diag[r], j) : -INFINITY;
       }
     }
-    // Per row: the new max, α, O and l rescaled, S -> P (in place).
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float mx = m[r];
 #pragma unroll
       for (int k = 0; k < kKeys; ++k) mx = fmaxf(mx, s[r][k]);
-      const float alpha = mx == -INFINITY ? 1.0f : exp2f((m[r] - mx) * kLog2e);  // m = -inf: 0
-      const float base = mx == -INFINITY ? 0.0f : mx;  // nothing visible yet: every P is 0
+      if (mx == -INFINITY) continue;  // nothing visible yet for this row in this group
+      const float alpha = exp2f((m[r] - mx) * kLog2e);  // m = -inf: 0
       m[r] = mx;
       l[r] *= alpha;
 #pragma unroll
       for (int e = 0; e < 8; ++e) o[r][e] *= alpha;
 #pragma unroll
       for (int k = 0; k < kKeys; ++k) {
-        s[r][k] = exp2f((s[r][k] - base) * kLog2e);
-        l[r] += s[r][k];
+        const float pr = exp2f((s[r][k] - mx) * kLog2e);
+        l[r] += pr;
+        float vf[8];
+        unpack8<T>(vr[k], vf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(pr, vf[e], o[r][e]);
       }
-    }
-    // O += P·V, one key's V row unpacked at a time (8 registers, not kKeys x 8).
-#pragma unroll
-    for (int k = 0; k < kKeys; ++k) {
-      float vf[8];
-      unpack8<T>(vr[k], vf);
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(s[r][k], vf[e], o[r][e]);
-    }
-  };
-  if constexpr (kPrefetch) {
-    uint4 ka[kKeys], va[kKeys], kb[kKeys], vb[kKeys];
-    if (k_begin < k_end) load(k_begin, ka, va);
-    for (int64_t j0 = k_begin; j0 < k_end; j0 += 2 * kStep) {
-      load(j0 + kStep, kb, vb);  // past k_end: nothing is read
-      compute(j0, ka, va);
-      if (j0 + kStep >= k_end) break;
-      load(j0 + 2 * kStep, ka, va);
-      compute(j0 + kStep, kb, vb);
-    }
-  } else {
-    for (int64_t j0 = k_begin; j0 < k_end; j0 += kStep) {
-      uint4 kr[kKeys], vr[kKeys];
-      load(j0, kr, vr);
-      compute(j0, kr, vr);
     }
   }
 
