@@ -47,22 +47,6 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
-// Calls `allocator(nbytes)` for the device scratch an implementation asks for (today cuda_sm80's
-// backward; the CUDA learning kernels take theirs with stream-ordered cudaMallocAsync). The
-// returned DLPack object is kept in `*keep` until the call returns.
-void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
-                       nb::object* keep) {
-  if (allocator.is_none() || bytes <= 0) return;
-  *keep = allocator(bytes);
-  OutArray w = nb::cast<OutArray>(*keep);
-  check_placement("workspace", w.device_type(), w.device_id(), L);
-  if (static_cast<int64_t>(w.nbytes()) < bytes)
-    fail("workspace allocator returned " + std::to_string(w.nbytes()) + " bytes; " + std::to_string(bytes) +
-         " were asked for");
-  c->workspace = w.data();
-  c->workspace_bytes = bytes;
-}
-
 void forward(const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
              const std::optional<OutArray>& lse, std::optional<double> softmax_scale, bool causal,
              const std::string& causal_align, int64_t window_left, int64_t window_right, double softcap,
@@ -82,12 +66,7 @@ void forward(const InArray& q, const InArray& k, const InArray& v, const OutArra
   p.k = in_ref("k", k, "k", k, L);
   p.v = in_ref("v", v, "k", k, L);
   p.out = out_ref("out", out, "q", q, L);
-  if (lse) {
-    const LseRef r = lse_ref(InArray(*lse), p, L);
-    p.lse = static_cast<float*>(r.ptr);
-    p.lse_batch_stride = r.batch_stride;
-    p.lse_head_stride = r.head_stride;
-  }
+  if (lse) set_lse(*lse, L, &p);
   nb::object keep;
   if (!workspace.is_none()) {
     int64_t bytes = 0;

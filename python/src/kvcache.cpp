@@ -237,25 +237,12 @@ void attention_with_kvcache(const InArray& q, nb::handle k_cache, nb::handle v_c
   p.split_size = split_size;
   p.q = in_ref("q", q, "q", q, L);
   p.out = out_ref("out", out, "q", q, L);
-  if (lse) {
-    const LseRef r = lse_ref(InArray(*lse), p, L);
-    p.lse = static_cast<float*>(r.ptr);
-    p.lse_batch_stride = r.batch_stride;
-    p.lse_head_stride = r.head_stride;
-  }
+  if (lse) set_lse(*lse, L, &p);
   nb::object keep;
   if (!workspace.is_none()) {
     int64_t bytes = 0;
     throw_if_error(flashlab::kvcache_workspace_size(p, &bytes));
-    if (bytes > 0) {
-      keep = workspace(bytes);
-      OutArray w = nb::cast<OutArray>(keep);
-      check_placement("workspace", w.device_type(), w.device_id(), L);
-      if (static_cast<int64_t>(w.nbytes()) < bytes)
-        fail(cat("workspace allocator returned ", w.nbytes(), " bytes; ", bytes, " were asked for"));
-      p.workspace = w.data();
-      p.workspace_bytes = bytes;
-    }
+    provide_workspace(workspace, bytes, L, &p, &keep);
   }
   flashlab::Status st;
   {

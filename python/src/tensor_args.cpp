@@ -285,4 +285,17 @@ void set_options(const Options& o, AttentionConfig* c) {
   c->stream = reinterpret_cast<void*>(o.stream);
 }
 
+void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
+                       nb::object* keep) {
+  if (allocator.is_none() || bytes <= 0) return;
+  *keep = allocator(bytes);
+  OutArray w = nb::cast<OutArray>(*keep);
+  check_placement("workspace", w.device_type(), w.device_id(), L);
+  if (static_cast<int64_t>(w.nbytes()) < bytes)
+    fail("workspace allocator returned " + std::to_string(w.nbytes()) + " bytes; " + std::to_string(bytes) +
+         " were asked for");
+  c->workspace = w.data();
+  c->workspace_bytes = bytes;
+}
+
 }  // namespace flashlab_py

@@ -76,6 +76,21 @@ struct LseRef {
   int64_t head_stride = 0;
 };
 LseRef lse_ref(const nb::ndarray<nb::ro>& lse, const flashlab::AttentionConfig& c, const Layout& L);
+// p->lse and its strides from `lse` (FwdParams, KvCacheParams: any params with those fields).
+template <typename P>
+void set_lse(const OutArray& lse, const Layout& L, P* p) {
+  const LseRef r = lse_ref(nb::ndarray<nb::ro>(lse), *p, L);
+  p->lse = static_cast<float*>(r.ptr);
+  p->lse_batch_stride = r.batch_stride;
+  p->lse_head_stride = r.head_stride;
+}
+
+// Calls `allocator(nbytes)` for the device scratch an implementation asks for (cuda_sm80's
+// backward, the CUDA KV-cache path's split partials; the CUDA learning kernels take theirs with
+// stream-ordered cudaMallocAsync). The returned DLPack object is kept in `*keep` until the call
+// returns.
+void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,
+                       nb::object* keep);
 
 // ALiBi slopes, (heads_q,) or (batch, heads_q) fp32: sets c->alibi_slopes and its batch stride.
 void set_alibi(const InArray& slopes, const Layout& L, flashlab::AttentionConfig* c);

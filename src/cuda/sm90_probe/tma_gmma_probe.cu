@@ -41,6 +41,8 @@
 #include "cuda/common/softmax.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/common/variant.h"
+#include "cuda/sm90/fragments.h"
+#include "cuda/sm90/pipeline.h"
 
 namespace flashlab::sm90_probe {
 
@@ -93,44 +95,8 @@ using TmaK = decltype(make_tma_copy(
     make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}),
     take<0, 2>(SmemLayoutK{}), TileK{}, _1{}));
 
-// cutlass::PipelineTmaAsync with a cluster of 1 makes every consumer thread arrive on the empty
-// barrier (the pinned 4.2 header: is_signaling_thread_ = true when cluster_size == 1, arrival
-// count = num_consumers), which FlashAttention-3 measured as a forward regression. Here thread 0 of
-// each consumer warpgroup arrives once: its warpgroup_wait returned, so the warpgroup's wgmma have
-// read the stage. The base does the rest (waits, producer side); its own barrier init and arrival
-// masks are switched off.
-template <int kStages_>
-class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStages_> {
-  using Base = cutlass::PipelineTmaAsync<kStages_>;
-
- public:
-  using typename Base::Params;
-  using typename Base::PipelineState;
-  using typename Base::SharedStorage;
-
-  CUTLASS_DEVICE PipelineTmaAsyncWarpgroupRelease(SharedStorage& storage, Params params)
-      : Base(storage, params, Shape<_1, _1, _1>{}, cute::false_type{}, cute::false_type{}),
-        empty_(&storage.empty_barrier_[0]) {
-    if (cutlass::canonical_warp_idx_sync() == params.initializing_warp && cute::elect_one_sync()) {
-      CUTE_UNROLL
-      for (int stage = 0; stage < kStages_; ++stage) {
-        storage.full_barrier_[stage].init(1);  // the producer's arrive_and_expect_tx
-        storage.empty_barrier_[stage].init(params.num_consumers / cutlass::NumThreadsPerWarpGroup);
-      }
-    }
-    cutlass::arch::fence_barrier_init();
-  }
-
-  CUTLASS_DEVICE void consumer_release(PipelineState state) {
-    // The local arrive: the (cta_id, pred) form the base uses maps the address into the cluster
-    // window (mapa + mbarrier.arrive.shared::cluster) even for a cluster of 1.
-    if (threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
-  }
-
- private:
-  typename Base::EmptyBarrier* empty_;
-};
-
+// The once-per-warpgroup release pipeline of the real kernel (src/cuda/sm90/pipeline.h).
+using flashlab::sm90::PipelineTmaAsyncWarpgroupRelease;
 using PipelineK = PipelineTmaAsyncWarpgroupRelease<kStages>;
 
 constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(size(SmemLayoutQ{}) * sizeof(Element));
@@ -156,26 +122,12 @@ struct Params {
   flashlab::common::DropoutArgs dropout;
 };
 
-// ((2, 2, N/8), MMA_M, MMA_N) wgmma accumulator -> ((2, MMA_M), (2, (N/8, MMA_N))): rows, then
-// columns as (column pair, n8 tiles), the shape common::Dropout::keep_bits and ScoreVariant expect
-// (sm80's rowcol_layout with the n8 tiles inside mode 0 instead of in MMA_N).
+// The accumulator views of the real kernel (src/cuda/sm90/fragments.h).
 template <class AccLayout>
 CUTE_HOST_DEVICE constexpr auto acc_rowcol(AccLayout const& acc) {
-  return make_layout(make_layout(get<0, 1>(acc), get<1>(acc)),
-                     make_layout(get<0, 0>(acc), make_layout(get<0, 2>(acc), get<2>(acc))));
+  return flashlab::sm90::rowcol_layout(acc);
 }
-
-// The wgmma accumulator of one m64nN atom is ((2, 2, N/8), MMA_M, MMA_N); a 16-bit A operand of one
-// m64n?k16 atom is ((2, 2, 2), MMA_M, MMA_K). Re-grouping pairs of column octets into one k16 slice
-// gives the A view of the same registers (no data movement).
-template <class AccLayout>
-CUTE_HOST_DEVICE constexpr auto acc_as_a_operand(AccLayout const& acc) {
-  auto values = get<0>(acc);                                                    // (2, 2, N/8)
-  auto octets = logical_divide(get<2>(values), _2{});                           // (2, N/16)
-  auto a_values = make_layout(get<0>(values), get<1>(values), get<0>(octets));  // (2, 2, 2)
-  auto a_k = coalesce(make_layout(get<1>(octets), get<2>(acc)));                // (N/16 * MMA_N)
-  return make_layout(a_values, get<1>(acc), a_k);
-}
+using flashlab::sm90::acc_as_a_operand;
 
 // D (+)= A B over the K mode, as one wgmma batch; zero_init overwrites D first (S = Q Kᵀ).
 // kAInRegisters must be said: cute::is_rmem is also true of a tensor of GMMA smem descriptors
