@@ -4,6 +4,9 @@
 #   2. Python packages into a project-local virtual environment (.venv)
 #   3. CUTLASS/CuTe headers from the pinned PyPI package nvidia-cutlass, into .deps/cutlass
 #      (installed without its Python dependencies: we only need the headers)
+#   4. torch, pinned, into .venv, for the torch-dependent Python tests on the CPU: in CI (CI=true)
+#      and when FLASHLAB_TORCH=1; FLASHLAB_TORCH=0 skips it. PyPI's Linux wheel brings its CUDA
+#      libraries along (about 4.7 GB; 70 s on this machine): it is not part of a plain set-up.
 # Everything it prints goes to stderr (stdout stays free for tools/bench.sh --json). Steps that take
 # more than a few seconds say so before they start and report their time after.
 set -euo pipefail
@@ -11,6 +14,7 @@ cd "$(dirname "$0")/.."
 exec 1>&2
 
 CUTLASS_VERSION=4.2.0.0   # newest nvidia-cutlass release; builds with nvcc 13.0
+TORCH_VERSION=2.11.0      # the GPU machine's torch (docs/python.md)
 APT_PACKAGES=(cmake g++ make libgtest-dev libopenblas-dev python3-venv)
 PY_PACKAGES=(numpy==2.2.6 pytest==8.4.2 nanobind==2.9.2 scikit-build-core==0.11.6)  # last two: python/
 
@@ -62,5 +66,20 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$CUTLASS_VERSION" ]; then
   log "CUTLASS headers installed in $(took)"
 else
   log "CUTLASS $CUTLASS_VERSION present"
+fi
+
+# ---- 4. torch (CI, or FLASHLAB_TORCH=1)
+want_torch=${FLASHLAB_TORCH:-}
+[ -z "$want_torch" ] && [ "${CI:-}" = "true" ] && want_torch=1
+if [ "$want_torch" = "1" ]; then
+  if .venv/bin/python -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" \
+      >/dev/null 2>&1; then
+    log "torch $TORCH_VERSION present"
+  else
+    log "installing torch==$TORCH_VERSION (pip; about 4.7 GB with its CUDA libraries, 1-3 min)"
+    t_start=$(date +%s)
+    .venv/bin/python -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION"
+    log "torch installed in $(took)"
+  fi
 fi
 log "done"

@@ -14,8 +14,9 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
 bash tools/test_install.sh build
 
 # The Python package (python/), built against ./build with .venv's Python (scikit-build-core and
-# nanobind from .venv, no torch), then its tests: the NumPy CPU path runs here; torch and GPU tests
-# skip themselves. pytest's exit code 5 (no tests collected) is not a failure.
+# nanobind from .venv), then its tests: the NumPy CPU path runs here, the torch tests where .venv has
+# torch (CI: tools/setup.sh installs it), GPU tests skip without a GPU. pytest's exit code 5 (no
+# tests collected) is not a failure.
 t=$(date +%s)
 echo "[test] building and installing the Python package (python/, about 20 s)" >&2
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps ./python
