@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # tools/gpu_sm90.sh — one device call of the Hopper forward's iteration, ON the GPU machine from the
-# repo root with build-carry/ carried (test binaries and CLI built here with -DFLASHLAB_CUDA_ARCHS=90a,
-# build-carry/cutlass-include.tar.xz for the rebuild). Logs in $OUT.
+# repo root with build-carry/ carried (test_cuda_forward, test_cuda_kvcache and the CLI built here
+# with -DFLASHLAB_CUDA_ARCHS=90a, stripped; build-carry/cutlass-include.tar.xz for the rebuild;
+# tools/device_bundle.sh's libraries). Logs in $OUT.
 #
 #   bash tools/gpu_sm90.sh [phases]      (default rebuild,sweep,sanitize,bench)
 #     rebuild   tools/device_rebuild.sh (HEAD_DIMS / DTYPES as there); the stripped library comes back
 #               as $OUT/libflashlab.so.xz (carry it as build-carry/lib/libflashlab.so.xz next time)
-#     sweep     tests/gpu forward sweep of cuda_sm90 (SWEEP configurations, default 1000), the other
-#               forward tests, and the backward suite's instantiation check
+#     sweep     a smoke call per bucket through the CLI (checked, under a timeout), then
+#               test_cuda_forward (SWEEP configurations per implementation, default 1000;
+#               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*')
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
