@@ -15,7 +15,9 @@ Layout: learn/exercises/<topic>/<exercise>/ holds
     mutants/*.py  realistic broken versions of the solution; the checks must reject every one
     check.py      the spec: CONCEPT (one line), NEEDS_GPU (bool), check(module, rng) which raises
                   grading.Fail(check_name, message) on the first wrong result; optionally
-                  check_cpu(module, rng), the CPU path of a GPU exercise
+                  check_cpu(module, rng), the CPU path of a GPU exercise; optionally require(),
+                  run before the target file is loaded, which raises grading.Skip when a module
+                  that file imports is missing (the triton topic without torch/triton)
 <topic>/ORDER (optional) lists the exercises in the suggested order.
 learn/exercises/grading.py (Fail, close, equal, randn) and reference.py (the float64 oracle) are
 shared by all checks. A new topic is a new folder; a new exercise is a new folder in it.
@@ -24,7 +26,8 @@ Inputs are drawn fresh every run (the seed is printed first); they are never zer
 raises NotImplementedError is reported as todo, never as pass. Default mode exits 0 when nothing
 failed (todo is not a failure); exercises that need a GPU are skipped without one unless they have
 a CPU path. A check may raise grading.Skip(why) for a missing dependency (the cute topic without
-.deps/cutlass: run tools/setup.sh); a skip fails no mode.
+.deps/cutlass, the triton topic without torch and triton: run tools/setup.sh); a skip fails no
+mode. The triton topic runs its kernels in Triton's interpreter (TRITON_INTERPRET=1) without a GPU.
 """
 
 import argparse
@@ -75,6 +78,11 @@ def grade(spec, target_path, label, seed, gpu):
     import numpy as np
 
     fn = spec.check
+    if hasattr(spec, "require"):  # a dependency that the target file itself imports (triton, torch)
+        try:
+            spec.require()
+        except spec.grading.Skip as s:
+            return "skip", str(s)
     if getattr(spec, "NEEDS_GPU", False) and not gpu:
         if not hasattr(spec, "check_cpu"):
             return "skip", "needs a GPU"

@@ -25,7 +25,8 @@ rc=0
 .venv/bin/python -m pytest -q python/tests || rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
 
-# The learning exercises (learn/check.py, docs/learn/exercises.md; NumPy only): every reference
+# The learning exercises (learn/check.py, docs/learn/exercises.md; NumPy, and torch + triton for the
+# triton topic, which is skipped without them): every reference
 # solution passes and every mutant is rejected, on fresh random inputs (the seed is printed).
 # Two commands, not one `a && b` list, so that set -e stops at either if more lines follow.
 .venv/bin/python learn/check.py --solutions
