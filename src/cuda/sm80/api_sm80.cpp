@@ -17,7 +17,7 @@
 #include "cuda/common/bwd_workspace.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
-#include "flashlab_build_config.h"
+#include "cuda/common/supports.h"
 
 namespace flashlab {
 namespace sm80 {
@@ -35,9 +35,6 @@ namespace detail {
 namespace {
 
 constexpr const char* kName = "cuda_sm80";
-// Sequence positions are int inside the kernel (and i + shift - j must fit): cap the lengths.
-constexpr int64_t kMaxSeqlen = int64_t(1) << 30;
-constexpr int64_t kMaxGridYZ = 65535;  // heads_q -> gridDim.y, batch -> gridDim.z
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
 using BwdFn = Status (*)(const common::BwdArguments&, void*);
@@ -77,34 +74,14 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes) {
 }
 
 Status sm80_supports(const AttentionConfig& c, bool backward) {
-  if (c.device != Device::kCUDA)
-    return Status::Unsupported(std::string("impl ") + kName + " runs on cuda, but device is " +
-                               to_string(c.device));
-  if (c.dtype != DType::kBFloat16 && c.dtype != DType::kFloat16)
-    return Status::Unsupported(std::string("dtype ") + to_string(c.dtype) + " is not supported by impl " +
-                               kName + ": supported bf16, fp16");
+  FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   // Attention sinks: the score variant has the hook (common/variant.h), the kernels do not use it yet.
   if (c.sink_logits != nullptr)
     return Status::Unsupported(std::string("sink_logits (attention sinks) is not supported by impl ") + kName +
                                " yet: use impl reference or cpu_flash on the cpu");
-  if (c.head_dim > 256 || c.head_dim % 8 != 0)
-    return unsupported_value("head_dim", c.head_dim, kName,
-                             "multiples of 8 up to 256 (run in the buckets 32, 64, 96, 128, 192, 256)");
-  const int bucket = common::head_dim_bucket(static_cast<int>(c.head_dim));
-  const bool built =
-      backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
-  if (!built)
-    return Status::Unsupported(std::string(backward ? "backward: " : "") + "head_dim " +
-                               std::to_string(c.head_dim) + " (bucket " + std::to_string(bucket) +
-                               ") with dtype " + to_string(c.dtype) +
-                               " is not compiled into this build of impl " + kName + " (built: head dims " +
-                               FLASHLAB_BUILD_HEAD_DIMS + ", dtypes " + FLASHLAB_BUILD_DTYPES +
-                               "): reconfigure with -DFLASHLAB_HEAD_DIMS=... "
-                               "-DFLASHLAB_DTYPES=...");
-  if (c.seqlen_q > kMaxSeqlen) return unsupported_value("seqlen_q", c.seqlen_q, kName, "<= 2^30");
-  if (c.seqlen_k > kMaxSeqlen) return unsupported_value("seqlen_k", c.seqlen_k, kName, "<= 2^30");
-  if (c.heads_q > kMaxGridYZ) return unsupported_value("heads_q", c.heads_q, kName, "<= 65535 (grid y)");
-  if (c.batch > kMaxGridYZ) return unsupported_value("batch", c.batch, kName, "<= 65535 (grid z)");
+  FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
+    return backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
+  }));
 
   // The kernels use sm_80 instructions (cp.async, bf16 mma.sync, ldmatrix). The device's facts
   // are cached (common/launch.h): this check costs no attribute query after the first call.

@@ -16,7 +16,7 @@
 #include "api/validate.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
-#include "flashlab_build_config.h"
+#include "cuda/common/supports.h"
 
 namespace flashlab {
 namespace sm90 {
@@ -30,8 +30,6 @@ namespace detail {
 namespace {
 
 constexpr const char* kName = "cuda_sm90";
-constexpr int64_t kMaxSeqlen = int64_t(1) << 30;
-constexpr int64_t kMaxGridYZ = 65535;  // heads_q -> gridDim.y, batch -> gridDim.z
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
@@ -78,29 +76,13 @@ Status tma_strides(const FwdParams& p) {
 }  // namespace
 
 Status sm90_supports(const AttentionConfig& c, bool backward) {
-  if (c.device != Device::kCUDA)
-    return Status::Unsupported(std::string("impl ") + kName + " runs on cuda, but device is " + to_string(c.device));
+  FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (backward) return unsupported("the backward pass");
-  if (c.dtype != DType::kBFloat16 && c.dtype != DType::kFloat16)
-    return Status::Unsupported(std::string("dtype ") + to_string(c.dtype) + " is not supported by impl " + kName +
-                               ": supported bf16, fp16");
   if (c.dropout_p > 0.0f) return unsupported("dropout");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) return unsupported("cu_seqlens (varlen)");
   if (c.sink_logits != nullptr) return unsupported("sink_logits (attention sinks)");
-  if (c.head_dim > 256 || c.head_dim % 8 != 0)
-    return unsupported_value("head_dim", c.head_dim, kName,
-                             "multiples of 8 up to 256 (run in the buckets 32, 64, 96, 128, 192, 256)");
-  const int bucket = common::head_dim_bucket(static_cast<int>(c.head_dim));
-  if (find_forward(c.dtype, bucket) == nullptr)
-    return Status::Unsupported("head_dim " + std::to_string(c.head_dim) + " (bucket " + std::to_string(bucket) +
-                               ") with dtype " + to_string(c.dtype) + " is not compiled into this build of impl " +
-                               kName + " (built: head dims " + FLASHLAB_BUILD_HEAD_DIMS + ", dtypes " +
-                               FLASHLAB_BUILD_DTYPES + "): reconfigure with -DFLASHLAB_HEAD_DIMS=... "
-                               "-DFLASHLAB_DTYPES=...");
-  if (c.seqlen_q > kMaxSeqlen) return unsupported_value("seqlen_q", c.seqlen_q, kName, "<= 2^30");
-  if (c.seqlen_k > kMaxSeqlen) return unsupported_value("seqlen_k", c.seqlen_k, kName, "<= 2^30");
-  if (c.heads_q > kMaxGridYZ) return unsupported_value("heads_q", c.heads_q, kName, "<= 65535 (grid y)");
-  if (c.batch > kMaxGridYZ) return unsupported_value("batch", c.batch, kName, "<= 65535 (grid z)");
+  FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(
+      c, kName, "", [&](int bucket) { return find_forward(c.dtype, bucket) != nullptr; }));
 
   // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only.
   int device = 0;
