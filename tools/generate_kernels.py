@@ -28,11 +28,15 @@ ARCHS = {
         "head_dims": [32, 64, 96, 128, 192, 256],
         "dtypes": ["bf16", "fp16"],
     },
-    # The Hopper forward (src/cuda/sm90/): compiled for sm_90a only; its backward is cuda_sm80's.
+    # The Hopper kernels (src/cuda/sm90/): compiled for sm_90a only. The backward serves the buckets
+    # 96 and 128 so far (bucket_passes): cuda_sm80 runs the others (at 32 / 64 the first Hopper
+    # backward was slower than cuda_sm80's on the H100: docs/perf.md, "Hopper backward").
     "sm90": {
         "impl": "cuda_sm90",
-        "passes": {"fwd": ("fwd_launch.h", "run_fwd", "FwdArguments", "Forward")},
+        "passes": {"fwd": ("fwd_launch.h", "run_fwd", "FwdArguments", "Forward"),
+                   "bwd": ("bwd_launch.h", "run_bwd", "BwdArguments", "Backward")},
         "head_dims": [32, 64, 96, 128, 192, 256],
+        "bucket_passes": {32: ["fwd"], 64: ["fwd"], 192: ["fwd"], 256: ["fwd"]},
         "dtypes": ["bf16", "fp16"],
     },
 }
@@ -73,6 +77,8 @@ def expected_files():
         for pass_, (header, fn, args, title) in spec["passes"].items():
             table = TABLE_HEAD.format(pass_lower=title.lower(), impl=spec["impl"], arch=arch, ARCH=arch.upper())
             for hdim in spec["head_dims"]:
+                if pass_ not in spec.get("bucket_passes", {}).get(hdim, spec["passes"]):
+                    continue
                 for dtype in spec["dtypes"]:
                     enum = DTYPE_ENUM[dtype]
                     files[f"{pass_}_hdim{hdim}_{dtype}.cu"] = SOURCE.format(

@@ -16,6 +16,11 @@
 #     grid      python -m flashlab.bench, forward, over the issue's grid (GRID_IMPLS; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
+#     bwd       the Hopper backward: a checked CLI smoke per bucket (under a timeout), then
+#               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations, default 2500:
+#               about 40 % run on cuda_sm90, the rest are left to cuda_sm80), Workspace, Determinism
+#     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
+#     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
 #     ablation  hdims 64, 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
 #               16k, causal and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all),
 #               and hdim 64 with FLASHLAB_SM90_TILE=192x128 (the three-warpgroup tile)
@@ -109,6 +114,36 @@ if has ablation; then
       --seqlens 512,2048,16384 --impls flashlab:cuda_sm90 --out "$OUT/tile64_$tile" > "$OUT/tile64_$tile.txt" 2>&1)
     echo "hdim 64 tile $tile:" | tee -a "$OUT/ablation.txt"; grep "| fwd" "$OUT/tile64_$tile.txt" | tee -a "$OUT/ablation.txt"
   done
+fi
+if has bwd; then
+  for d in 64 128; do
+    timeout 60 "$BIN/flashlab" bench --impl cuda_sm90 --batch 1 --heads 2 --seqlen 300 --head-dim $d --causal \
+      --backward --no-sgemm --iters 1 --quiet > "$OUT/bwd_smoke_$d.txt" 2>&1
+    echo "bwd smoke hdim $d rc $?" | tee -a "$OUT/bwd_smoke.txt"
+  done
+  FLASHLAB_SM80_BWD_SWEEP=${BWD_SWEEP:-2500} timeout ${SWEEP_TIMEOUT:-420} "$BIN/test_cuda_backward" \
+    --gtest_filter="${BWD_FILTER:-*/cuda_sm90}" > "$OUT/bwd_sweep.txt" 2>&1
+  echo "bwd sweep rc $?" >> "$OUT/bwd_sweep.txt"
+  grep -E "sweep|FAILED|PASSED|rc |Failure" "$OUT/bwd_sweep.txt" | head -30
+fi
+if has bwd-sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    FLASHLAB_SM80_BWD_SWEEP=${SAN_SWEEP:-24} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
+      compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_backward" \
+      --gtest_filter='*Sweep/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/bwd_san_$tool.txt"
+    echo "$tool rc ${PIPESTATUS[0]}" | tee -a "$OUT/bwd_san_$tool.txt"
+  done
+fi
+if has bwd-bench; then
+  while IFS= read -r shape; do
+    [ -n "$shape" ] || continue
+    echo "## $shape" | tee -a "$OUT/bwd_bench.txt"
+    timeout 120 "$BIN/flashlab" bench $shape --backward --impl cuda_sm90,cuda_sm80 --no-sgemm --no-check --iters 10 \
+      --quiet 2>&1 | grep -E "bwd|impl" | tee -a "$OUT/bwd_bench.txt"
+  done <<< "${BENCH_SHAPES:-"--batch 1 --heads 16 --seqlen 16384 --head-dim 128
+--batch 1 --heads 16 --seqlen 16384 --head-dim 128 --causal
+--batch 1 --heads 32 --seqlen 16384 --head-dim 64
+--batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
 fi
 if has kvcache; then
   FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 240 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1

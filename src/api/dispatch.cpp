@@ -59,6 +59,7 @@ struct Backend {
   // cuda_sm90's TMA cannot describe: kUnsupported there makes kAuto try the next row, and is the
   // error when the implementation was named. Runs before anything is launched.
   FwdFn forward_accepts = nullptr;
+  BwdFn backward_accepts = nullptr;  // the same for the backward's tensors and flags (deterministic)
   const char* name() const { return to_string(impl); }
 };
 
@@ -99,22 +100,19 @@ Status sm80_supports_named(const AttentionConfig& c, bool backward, const char*)
 Status sm90_supports_named(const AttentionConfig& c, bool backward, const char*) {
   return sm90_supports(c, backward);
 }
-// Never reached (sm90_supports refuses every backward call); the table wants a function.
-Status sm90_backward_refused(const BwdParams& p) {
-  return sm90_supports(p, /*backward=*/true);
-}
 #endif
 
 // Order matters for kAuto: the first available row that supports the call wins, so the fastest
 // implementation of each device comes first.
 const Backend kBackends[] = {
 #if defined(FLASHLAB_WITH_CUDA_SM90)
-    // The Hopper forward: sm_90 devices, forward only; what it refuses (backward, dropout, varlen,
-    // sinks) kAuto serves with cuda_sm80, the next row.
+    // The Hopper kernels: sm_90 devices; what they refuse (dropout, varlen, sinks; in the backward
+    // head dims > 128 and deterministic) kAuto serves with cuda_sm80, the next row.
     {Impl::kCudaSm90, Device::kCUDA,
-     "Hopper forward for sm_90 (TMA, wgmma, warp-specialized); backward, dropout, varlen, sinks: cuda_sm80",
-     sm90_supports_named, sm90_forward, sm90_backward_refused, nullptr, nullptr, /*experimental=*/false,
-     sm90_forward_accepts},
+     "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout, varlen, sinks, and backward at "
+     "head_dim > 128 or deterministic: cuda_sm80",
+     sm90_supports_named, sm90_forward, sm90_backward, nullptr, sm90_backward_workspace_size,
+     /*experimental=*/false, sm90_forward_accepts, sm90_backward_accepts},
 #endif
 #if defined(FLASHLAB_WITH_CUDA_SM80)
     // The production path: verified on the H100 (GPU sweeps of 1000 forward and 1000 backward
@@ -151,15 +149,17 @@ const Backend* find_backend(Impl impl) {
   return nullptr;
 }
 
-// Resolves the implementation and checks that it supports the call (`fwd`: the forward's tensors
-// too, where a row has forward_accepts).
-Status select(const AttentionConfig& c, bool backward, const Backend** out, const FwdParams* fwd = nullptr) {
+// Resolves the implementation and checks that it supports the call (`fwd` / `bwd`: the tensors
+// too, where a row has forward_accepts / backward_accepts).
+Status select(const AttentionConfig& c, bool backward, const Backend** out, const FwdParams* fwd = nullptr,
+              const BwdParams* bwd = nullptr) {
   if (c.impl == Impl::kAuto) {
     Status first_error;
     for (const Backend& b : kBackends) {
       if (b.device != c.device || b.experimental || !available(b)) continue;
       Status st = b.supports(c, backward, b.name());
       if (st.ok() && fwd != nullptr && b.forward_accepts != nullptr) st = b.forward_accepts(*fwd);
+      if (st.ok() && bwd != nullptr && b.backward_accepts != nullptr) st = b.backward_accepts(*bwd);
       if (st.ok()) {
         *out = &b;
         return st;
@@ -178,6 +178,7 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
     return Status::Unsupported(std::string("impl ") + b->name() + ": no CUDA device is available");
   FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name()));
   if (fwd != nullptr && b->forward_accepts != nullptr) FLASHLAB_RETURN_IF_ERROR(b->forward_accepts(*fwd));
+  if (bwd != nullptr && b->backward_accepts != nullptr) FLASHLAB_RETURN_IF_ERROR(b->backward_accepts(*bwd));
   *out = b;
   return Status::Ok();
 }
@@ -214,7 +215,7 @@ Status validate_forward(const FwdParams& p) {
 Status validate_backward(const BwdParams& p) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(p));
   const detail::Backend* b = nullptr;
-  return detail::select(p, true, &b);
+  return detail::select(p, true, &b, nullptr, &p);
 }
 
 Status attention_forward(const FwdParams& params) {
@@ -229,7 +230,7 @@ Status attention_forward(const FwdParams& params) {
 Status attention_backward(const BwdParams& params) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_backward_generic(params));
   const detail::Backend* b = nullptr;
-  FLASHLAB_RETURN_IF_ERROR(detail::select(params, true, &b));
+  FLASHLAB_RETURN_IF_ERROR(detail::select(params, true, &b, nullptr, &params));
   BwdParams p = params;
   detail::fill_defaults(p, *b);
   return detail::run_guarded(b->backward, p);

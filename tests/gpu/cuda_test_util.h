@@ -41,8 +41,8 @@ namespace cuda_test {
 using flashlab::testing::HostTensor;
 using flashlab::testing::ProblemSpec;
 
-// Whether `impl` has a backward pass at all: cuda_sm90 (the Hopper forward) refuses every backward
-// call, before any device query, with "the backward pass is not supported".
+// Whether `impl` has a backward pass at all (an implementation without one refuses every backward
+// call, before any device query, with "the backward pass is not supported").
 inline bool has_backward(Impl impl) {
   BwdParams p;
   p.device = Device::kCUDA;

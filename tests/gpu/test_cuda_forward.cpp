@@ -58,6 +58,7 @@
 namespace {
 
 using flashlab::AttentionConfig;
+using flashlab::BwdParams;
 using flashlab::CausalAlign;
 using flashlab::Device;
 using flashlab::DType;
@@ -271,11 +272,18 @@ void expect_sm90_unsupported(const AttentionConfig& c, bool backward, const std:
 TEST(CudaForward, Sm90Errors) {
   AttentionConfig c = sm80_config();
   c.impl = Impl::kCudaSm90;
-  expect_sm90_unsupported(c, true, "the backward pass is not supported by impl cuda_sm90");
   AttentionConfig d = c;
+  d.head_dim = 192;
+  expect_sm90_unsupported(d, true, "the backward at head_dim 192 (> 128) is not supported by impl cuda_sm90 yet: "
+                                   "impl cuda_sm80 serves it");
+  d.head_dim = 64;
+  expect_sm90_unsupported(d, true, "the backward at head_dim 64 (<= 64, slower than cuda_sm80's) is not supported by "
+                                   "impl cuda_sm90 yet");
+  d = c;
   d.dropout_p = 0.1f;
-  expect_sm90_unsupported(d, false, "dropout is not supported by impl cuda_sm90 (the Hopper forward) yet: impl "
-                                    "cuda_sm80 serves it, and impl=auto picks cuda_sm80 for such calls");
+  for (bool backward : {false, true})
+    expect_sm90_unsupported(d, backward, "dropout is not supported by impl cuda_sm90 yet: impl "
+                                         "cuda_sm80 serves it, and impl=auto picks cuda_sm80 for such calls");
   d = c;
   const int32_t cu[3] = {0, 64, 128};  // never read: the rule needs only the pointers
   d.cu_seqlens_q = d.cu_seqlens_k = cu;
@@ -304,6 +312,26 @@ TEST(CudaForward, Sm90Errors) {
   EXPECT_NE(st.message().find("k.head_stride (0) is not supported by impl cuda_sm90: TMA needs a positive stride"),
             std::string::npos)
       << st.message();
+
+  // The backward's tensors: dout is loaded by TMA too; the deterministic mode goes to cuda_sm80.
+  BwdParams b;
+  static_cast<AttentionConfig&>(b) = c;
+  b.q = b.k = b.v = b.out = b.dout = flashlab::contiguous(static_cast<const void*>(buf), c.seqlen_q, c.heads_q, c.head_dim);
+  b.dq = b.dk = b.dv = flashlab::contiguous(static_cast<void*>(buf), c.seqlen_q, c.heads_q, c.head_dim);
+  EXPECT_TRUE(flashlab::detail::sm90_backward_accepts(b).ok());
+  b.dout.row_stride = 0;
+  Status bst = flashlab::detail::sm90_backward_accepts(b);
+  EXPECT_EQ(bst.code(), StatusCode::kUnsupported) << bst.to_string();
+  EXPECT_NE(bst.message().find("dout.row_stride (0) is not supported by impl cuda_sm90"), std::string::npos)
+      << bst.message();
+  b.dout = b.q;
+  b.deterministic = true;
+  bst = flashlab::detail::sm90_backward_accepts(b);
+  EXPECT_EQ(bst.code(), StatusCode::kUnsupported) << bst.to_string();
+  EXPECT_NE(bst.message().find("deterministic (the backward without order-dependent atomics) is not supported by "
+                               "impl cuda_sm90 yet: impl cuda_sm80 serves it"),
+            std::string::npos)
+      << bst.message();
 }
 #endif
 

@@ -5,7 +5,8 @@
 //   bwd_convert_dkv_kernel  GQA: dK, dV = the fp32 workspace slices -> the dtype outputs; in
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
-// Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
+// bwd_prologue / bwd_epilogue_dkv launch them (host), with the workspace zeroing, around any
+// implementation's main kernels. Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
 // lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head, sequence);
 // rows past a (varlen) sequence are neither read nor written.
 #pragma once
@@ -16,7 +17,9 @@
 
 #include <cutlass/numeric_types.h>
 
+#include "cuda/common/bwd_workspace.h"
 #include "cuda/common/kernel_args.h"
+#include "cuda/common/launch.h"
 
 namespace flashlab {
 namespace common {
@@ -131,6 +134,41 @@ __global__ void __launch_bounds__(kPrepostThreads)
                               s.offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, r, kv_head) +
                               d0) = ov.raw;
   }
+}
+
+// ---- Host: what every implementation's backward runs around its own kernels, in stream order.
+// Before: zero dq_accum's tiles (atomic dQ; tiles of block_m rows × the bucket) and, GQA with
+// atomics, dk_accum / dv_accum; then D = rowsum(dO ∘ O).
+template <typename Element>
+Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStream_t stream, const char* impl) {
+  const SeqArgs& seq = args.seq;
+  const BwdGradArgs& g = args.grad;
+  if (g.dq_accum != nullptr) {
+    const size_t bytes = size_t(dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket)) * sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dq_accum)"));
+  }
+  if (g.dkv_mode == DkvMode::kAtomic) {
+    const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(args.in.head_dim) * sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dk_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dv_accum)"));
+  }
+  const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
+  if (nonempty(grid_rows_q)) {
+    bwd_preprocess_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(args);
+    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), impl, "backward preprocess kernel launch"));
+  }
+  return Status::Ok();
+}
+
+// After: GQA (dK / dV in fp32 workspace slices) -> the dtype outputs.
+template <typename Element>
+Status bwd_epilogue_dkv(const BwdArguments& args, cudaStream_t stream, const char* impl) {
+  const BwdGradArgs& g = args.grad;
+  if (g.dkv_mode == DkvMode::kDirect) return Status::Ok();
+  const dim3 grid_rows_k((args.seq.seqlen_k + kPrepostRows - 1) / kPrepostRows, g.heads_kv, args.seq.batch);
+  if (!nonempty(grid_rows_k)) return Status::Ok();
+  bwd_convert_dkv_kernel<Element><<<grid_rows_k, kPrepostThreads, 0, stream>>>(args);
+  return cuda_error(cudaGetLastError(), impl, "backward dK/dV conversion kernel launch");
 }
 
 }  // namespace common

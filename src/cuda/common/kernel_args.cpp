@@ -3,6 +3,7 @@
 #include "cuda/common/kernel_args.h"
 
 #include <cstdint>
+#include <string>
 
 #include "cuda/common/bwd_workspace.h"
 #include "flashlab/flashlab.h"
@@ -152,6 +153,27 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* ws) {
   g.heads_kv = static_cast<int>(p.heads_kv);
   g.rows_k = p.batch * p.seqlen_k;
   return k;
+}
+
+int64_t bwd_workspace_bytes(const BwdParams& p) {
+  return bwd_workspace_layout(p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim, p.deterministic)
+      .bytes;
+}
+
+Status check_bwd_lse_and_workspace(const BwdParams& p, const char* impl) {
+  const std::string name = std::string("impl ") + impl;
+  if (p.lse == nullptr) return Status::Invalid("lse is null: " + name + "'s backward needs the forward's LSE");
+  const int64_t need = bwd_workspace_bytes(p);
+  if (p.workspace_bytes < need)
+    return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) + ") is too small for " + name +
+                           "'s backward: it needs " + std::to_string(need) +
+                           " bytes (backward_workspace_size() returns it)");
+  if (need > 0 && p.workspace == nullptr)
+    return Status::Invalid("workspace is null: " + name + "'s backward needs " + std::to_string(need) +
+                           " bytes of device workspace (backward_workspace_size() returns it)");
+  if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
+    return Status::Invalid("workspace must be 16-byte aligned for " + name + " (cudaMalloc memory is)");
+  return Status::Ok();
 }
 
 }  // namespace common

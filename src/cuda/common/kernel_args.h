@@ -156,6 +156,12 @@ struct BwdArguments {
 FwdArguments make_fwd_arguments(const FwdParams& p);
 BwdArguments make_bwd_arguments(const BwdParams& p, char* workspace);
 
+// Host: the backward workspace every CUDA implementation needs (bwd_workspace_layout() of the
+// call's sizes: the same bytes whichever implementation runs), and the checks of a backward call's
+// LSE and workspace against it: kInvalidArgument naming `impl` and the size, before anything runs.
+int64_t bwd_workspace_bytes(const BwdParams& p);
+Status check_bwd_lse_and_workspace(const BwdParams& p, const char* impl);
+
 // Head dims are compiled in buckets; a head_dim that is a multiple of 8 runs in the next bucket up
 // (the unused columns are zero-filled on load and not stored).
 constexpr int kHeadDimBuckets[] = {32, 64, 96, 128, 192, 256};

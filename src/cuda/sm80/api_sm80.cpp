@@ -14,7 +14,6 @@
 
 #include "api/backend.h"
 #include "api/validate.h"
-#include "cuda/common/bwd_workspace.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
@@ -61,15 +60,10 @@ BwdFn find_backward(DType dtype, int bucket) {
   return nullptr;
 }
 
-common::BwdWorkspaceLayout bwd_layout(const BwdParams& p) {
-  return common::bwd_workspace_layout(p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim,
-                                      p.deterministic);
-}
-
 }  // namespace
 
 Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes) {
-  *bytes = bwd_layout(p).bytes;
+  *bytes = common::bwd_workspace_bytes(p);
   return Status::Ok();
 }
 
@@ -105,19 +99,8 @@ Status sm80_forward(const FwdParams& p) {
 
 Status sm80_backward(const BwdParams& p) {
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
-  if (p.lse == nullptr)
-    return Status::Invalid("lse is null: impl cuda_sm80's backward needs the forward's LSE");
-  // All scratch is the caller's: check it before anything is launched (nothing written on error).
-  const int64_t need = bwd_layout(p).bytes;
-  if (p.workspace_bytes < need)
-    return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) +
-                           ") is too small for impl cuda_sm80's backward: it needs " + std::to_string(need) +
-                           " bytes (backward_workspace_size() returns it)");
-  if (need > 0 && p.workspace == nullptr)
-    return Status::Invalid("workspace is null: impl cuda_sm80's backward needs " + std::to_string(need) +
-                           " bytes of device workspace (backward_workspace_size() returns it)");
-  if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
-    return Status::Invalid("workspace must be 16-byte aligned for impl cuda_sm80 (cudaMalloc memory is)");
+  // All scratch is the caller's: checked before anything is launched (nothing written on error).
+  FLASHLAB_RETURN_IF_ERROR(common::check_bwd_lse_and_workspace(p, kName));
   const BwdFn fn = find_backward(p.dtype, common::head_dim_bucket(static_cast<int>(p.head_dim)));
   if (fn == nullptr)
     return Status(StatusCode::kInternal, "impl cuda_sm80: no backward kernel for a supported call");

@@ -61,32 +61,8 @@ Status launch(const common::BwdArguments& args, cudaStream_t stream, const char*
 template <typename Traits, bool kDropout>
 Status launch_bwd(const common::BwdArguments& args, cudaStream_t stream) {
   using Element = typename Traits::Element;
-  const common::SeqArgs& seq = args.seq;
-  const common::BwdGradArgs& g = args.grad;
-
-  if (g.dq_accum != nullptr) {  // the tiles the main kernel adds to (common/bwd_workspace.h)
-    const size_t bytes = size_t(common::dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, Traits::kBlockM,
-                                                        Traits::kHeadDim)) *
-                         sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), kImplName,
-                                                "cudaMemsetAsync(dq_accum)"));
-  }
-  if (g.dkv_mode == common::DkvMode::kAtomic) {
-    const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(args.in.head_dim) * sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), kImplName,
-                                                "cudaMemsetAsync(dk_accum)"));
-    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), kImplName,
-                                                "cudaMemsetAsync(dv_accum)"));
-  }
-
-  const dim3 grid_rows_q((seq.seqlen_q + common::kPrepostRows - 1) / common::kPrepostRows, seq.heads_q,
-                         seq.batch);
-  if (common::nonempty(grid_rows_q)) {
-    common::bwd_preprocess_kernel<Element><<<grid_rows_q, common::kPrepostThreads, 0, stream>>>(args);
-    FLASHLAB_RETURN_IF_ERROR(
-        common::cuda_error(cudaGetLastError(), kImplName, "backward preprocess kernel launch"));
-  }
-
+  FLASHLAB_RETURN_IF_ERROR(
+      common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
   using Main = BwdMainKernel<Traits, kDropout>;
   using DqDeterministic = BwdDqKernel<Traits, kDropout>;
   FLASHLAB_RETURN_IF_ERROR(launch<Main>(args, stream, "backward kernel"));
@@ -96,17 +72,7 @@ Status launch_bwd(const common::BwdArguments& args, cudaStream_t stream) {
     FLASHLAB_RETURN_IF_ERROR(
         launch<BwdDqConvertKernel<Traits>>(args, stream, "backward dQ conversion kernel"));
   }
-
-  if (g.dkv_mode != common::DkvMode::kDirect) {
-    const dim3 grid_rows_k((seq.seqlen_k + common::kPrepostRows - 1) / common::kPrepostRows, g.heads_kv,
-                           seq.batch);
-    if (common::nonempty(grid_rows_k)) {
-      common::bwd_convert_dkv_kernel<Element><<<grid_rows_k, common::kPrepostThreads, 0, stream>>>(args);
-      FLASHLAB_RETURN_IF_ERROR(
-          common::cuda_error(cudaGetLastError(), kImplName, "backward dK/dV conversion kernel launch"));
-    }
-  }
-  return Status::Ok();
+  return common::bwd_epilogue_dkv<Element>(args, stream, kImplName);
 }
 
 // The tile set (bwd_tile_size.h): the largest whose shared memory the device's opt-in limit holds

@@ -11,6 +11,8 @@
 // accumulator re-viewed, fragments.h) and V from shared memory, transposed by the layout alone.
 #pragma once
 
+#include <cstdint>
+
 #include <cute/tensor.hpp>
 
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -34,6 +36,12 @@ constexpr auto smem_atom_k_major() {
   } else {
     return GMMA::Layout_K_SW32_Atom<Element>{};
   }
+}
+
+// TMA needs every non-unit stride to be a multiple of 16 bytes below 2^40 (api_sm90.cpp checks
+// the caller's); a dimension of extent 1 never uses its stride, so any legal one stands in.
+inline int64_t tma_legal_stride(int64_t stride, int extent) {
+  return extent == 1 ? 8 : stride;
 }
 
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, typename Element_>

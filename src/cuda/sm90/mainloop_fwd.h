@@ -63,10 +63,6 @@ struct MainloopFwd {
     typename PipelineV::SharedStorage pipeline_v;
   };
 
-  // TMA needs every non-unit stride to be a multiple of 16 bytes below 2^40 (api_sm90.cpp checks
-  // the caller's); a dimension of extent 1 never uses its stride, so any legal one stands in.
-  static int64_t legal_stride(int64_t stride, int extent) { return extent == 1 ? 8 : stride; }
-
   // Host: the descriptors. The K/V descriptors describe at least one row: TMA refuses an empty
   // tensor, and seqlen_k = 0 is a legal call (every key block range is empty: nothing is loaded).
   static Params to_params(const Arguments& a) {
@@ -76,7 +72,7 @@ struct MainloopFwd {
     const ShapeQKV shape_q{s.seqlen_q, a.in.head_dim, s.heads_q, s.batch};
     const ShapeQKV shape_k{rows_k, a.in.head_dim, heads_kv, s.batch};
     auto stride = [&](int64_t row, int64_t head, int64_t batch, int rows, int heads) {
-      return StrideQKV{legal_stride(row, rows), _1{}, legal_stride(head, heads), legal_stride(batch, s.batch)};
+      return StrideQKV{tma_legal_stride(row, rows), _1{}, tma_legal_stride(head, heads), tma_legal_stride(batch, s.batch)};
     };
     auto gmem = [](const void* ptr, ShapeQKV shape, StrideQKV stride) {
       return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);

@@ -1,5 +1,5 @@
-// src/cuda/sm90/pipeline.h — how the producer and consumer warpgroups of the Hopper forward wait
-// for each other: the K / V pipelines (mbarriers) and the named barriers.
+// src/cuda/sm90/pipeline.h — how the producer and consumer warpgroups of the Hopper kernels wait
+// for each other: the TMA pipelines (mbarriers) and the named barriers.
 //
 // Producer -> consumers: TMA completes a transaction count on a stage's "full" mbarrier.
 // Consumers -> producer: one arrive per consumer warpgroup on the stage's "empty" mbarrier once its
@@ -66,14 +66,23 @@ enum class FwdBarrier : uint32_t {
   kEpilogueWG3 = 5,
 };
 
-CUTLASS_DEVICE void named_barrier_sync(int threads, FwdBarrier id) {
+// Named barriers of the backward (flash_bwd_kernel.h): one per consumer warpgroup.
+enum class BwdBarrier : uint32_t {
+  kPdSWG1 = 0,  // warpgroup 1's four warps wrote P and dS to shared memory: its wgmma may read them
+  kPdSWG2 = 1,
+};
+
+template <typename Id>
+CUTLASS_DEVICE void named_barrier_sync(int threads, Id id) {
   cutlass::arch::NamedBarrier::sync(threads, static_cast<uint32_t>(id));
 }
-CUTLASS_DEVICE void named_barrier_arrive(int threads, FwdBarrier id) {
+template <typename Id>
+CUTLASS_DEVICE void named_barrier_arrive(int threads, Id id) {
   cutlass::arch::NamedBarrier::arrive(threads, static_cast<uint32_t>(id));
 }
-CUTLASS_DEVICE FwdBarrier offset(FwdBarrier first, int i) {
-  return static_cast<FwdBarrier>(static_cast<uint32_t>(first) + static_cast<uint32_t>(i));
+template <typename Id>
+CUTLASS_DEVICE Id offset(Id first, int i) {
+  return static_cast<Id>(static_cast<uint32_t>(first) + static_cast<uint32_t>(i));
 }
 
 }  // namespace sm90

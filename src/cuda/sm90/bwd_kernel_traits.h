@@ -1,0 +1,107 @@
+// src/cuda/sm90/bwd_kernel_traits.h — the CuTe types of one Hopper backward instantiation.
+//
+// One CTA = one key block of kBlockN = 128 keys of one query head (FlashAttention-2's outer loop,
+// as sm80's backward). Two consumer warpgroups split the key block: warpgroup w owns keys
+// [64w, 64w + 64) of it, and for each query block of kBlockM = 64 rows computes, on its own keys
+// only (per warpgroup, M × N × K):
+//   product        shape           A                          B                          kind
+//   S  = Q·Kᵀ      64 × 64 × D     Q (64, D) smem, K-major    K_w (64, D) smem, K-major    SS
+//   dP = dO·Vᵀ     64 × 64 × D     dO (64, D) smem            V_w (64, D) smem             SS
+//   dV += Pᵀ·dO    64 × D × 64     Pᵀ view of P_w, MN-major   dOᵀ view (D, 64), MN-major   SS
+//   dK += dSᵀ·Q    64 × D × 64     dSᵀ view of dS_w           Qᵀ view (D, 64)              SS
+//   dQ_w = dS·K    64 × D × 64     dS_w in registers          K_wᵀ view (D, 64), MN-major  RS
+// S and dP have the forward's orientation (queries as rows, 2 rows per thread), so the score
+// variant (common::ScoreVariant::p_and_ds) runs on them unchanged. P and dS go to shared memory
+// (16-bit, the warpgroup's own (64, 64) tile) because dV and dK need them transposed as the A
+// operand; dQ = dS·K takes dS straight from the registers, as the forward's P·V takes P.
+// The warpgroups never read each other's tiles: each has its own K, V, P, dS rows and its own
+// dK, dV accumulators, and each adds its own dQ contribution (64 × D) to global memory.
+// Every transposed operand is the same bytes under a transposed layout (composition), as the
+// forward's Vᵀ.
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/numeric_types.h>
+
+#include "cuda/sm90/kernel_traits.h"  // smem_atom_k_major
+
+namespace flashlab {
+namespace sm90 {
+
+using namespace cute;
+
+template <int kHeadDim_, typename Element_>
+struct BwdTraits {
+  using Element = Element_;
+  using ElementAccum = float;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = 64;   // query rows per step of the loop
+  static constexpr int kBlockN = 128;  // keys per CTA
+  static constexpr int kStages = 2;    // Q and dO buffers each
+  static constexpr int kMmaWarpGroups = 2;
+  static constexpr int kKeysPerWarpGroup = kBlockN / kMmaWarpGroups;  // 64: one wgmma M
+  static constexpr int kMmaThreads = kMmaWarpGroups * cutlass::NumThreadsPerWarpGroup;
+  static constexpr int kThreads = kMmaThreads + cutlass::NumThreadsPerWarpGroup;
+  static constexpr int kRowsPerThread = 2;
+  // setmaxnreg, the forward's rule (kernel_traits.h): 24 + 2 x 240 = 504 = 3 x 168.
+  static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= kEntryRegs * (1 + kMmaWarpGroups),
+                "setmaxnreg would ask for more registers than the launch allocated (a hang)");
+  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, S + dP = 2 · 32, dQ = 64·D/128.
+  // D 128: 128 + 64 live in p_and_ds, 128 + 64 (dQ) + 16 (dS, 16-bit) while dQ is computed.
+  static_assert(kHeadDim % 16 == 0 && kHeadDim <= 128, "the first Hopper backward serves head dims <= 128");
+  static_assert(sizeof(Element) == 2, "the GMMA atoms below take 16-bit inputs");
+
+  using OneWarpGroup = Layout<Shape<_1, _1, _1>>;
+  using TiledMmaSdP = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kKeysPerWarpGroup>, Int<kHeadDim>>>(),
+      OneWarpGroup{}));
+  using TiledMmadKV = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
+                           GMMA::Major::MN, GMMA::Major::MN>(),
+      OneWarpGroup{}));
+  using TiledMmadQ = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kKeysPerWarpGroup>>,
+                           GMMA::Major::K, GMMA::Major::MN>(),
+      OneWarpGroup{}));
+
+  // ---- Shared memory. Q, dO: (BLK_M, HDIM, STAGES); K, V: (64, HDIM, 2 warpgroups); P, dS:
+  // (BLK_M, 64 keys, 2 warpgroups), keys contiguous. All K-major as TMA writes them / as the
+  // accumulator stores write them; the transposed views below read the same bytes.
+  using SmemAtom = decltype(smem_atom_k_major<Element, kHeadDim>());
+  using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>, Int<kStages>>{}));
+  using SmemLayoutK =
+      decltype(tile_to_shape(SmemAtom{}, Shape<Int<kKeysPerWarpGroup>, Int<kHeadDim>, Int<kMmaWarpGroups>>{}));
+  using SmemLayoutPdS = decltype(tile_to_shape(smem_atom_k_major<Element, kKeysPerWarpGroup>(),
+                                               Shape<Int<kBlockM>, Int<kKeysPerWarpGroup>, Int<kMmaWarpGroups>>{}));
+  // (HDIM, BLK_M, STAGES): Qᵀ and dOᵀ, the B operands of dK and dV.
+  using SmemLayoutQt = decltype(composition(
+      SmemLayoutQ{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
+  // (HDIM, 64 keys, 2): K_wᵀ, the B operand of dQ.
+  using SmemLayoutKt = decltype(composition(
+      SmemLayoutK{},
+      make_ordered_layout(Shape<Int<kHeadDim>, Int<kKeysPerWarpGroup>, Int<kMmaWarpGroups>>{}, Step<_2, _1, _3>{})));
+  // (64 keys, BLK_M, 2): P_wᵀ and dS_wᵀ, the A operands of dV and dK.
+  using SmemLayoutPdSt = decltype(composition(
+      SmemLayoutPdS{},
+      make_ordered_layout(Shape<Int<kKeysPerWarpGroup>, Int<kBlockM>, Int<kMmaWarpGroups>>{}, Step<_2, _1, _3>{})));
+
+  // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous; one box = one
+  // (64, HDIM) tile: a Q or dO stage, or one warpgroup's half of K or V.
+  using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;
+  using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;
+  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{},
+                                          StrideQKV{}));
+  using Tile = Shape<_64, Int<kHeadDim>>;
+  using Tma = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutQ{}), Tile{}, _1{}));
+  static constexpr uint32_t kTmaBytesTile = static_cast<uint32_t>(64 * kHeadDim * sizeof(Element));
+  static_assert(kBlockM == 64 && kKeysPerWarpGroup == 64, "one TMA box shape for Q, dO, K and V tiles");
+};
+
+}  // namespace sm90
+}  // namespace flashlab

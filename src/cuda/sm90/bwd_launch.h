@@ -1,0 +1,62 @@
+// src/cuda/sm90/bwd_launch.h — from BwdArguments to the Hopper backward's launches on the caller's
+// stream.
+//
+// run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
+//   1. common::bwd_prologue       zero dq_accum (and GQA's dk/dv_accum); D = rowsum(dO ∘ O)
+//   2. FlashBwdKernel             dK, dV; dq_accum += dS·K          (flash_bwd_kernel.h)
+//   3. BwdConvertDq               dq_accum · scale -> dQ            (epilogue_bwd.h)
+//   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
+// No host synchronization and no allocation: all scratch is the caller's workspace, laid out by
+// common/bwd_workspace.h exactly as for cuda_sm80 (so the size does not depend on the GPU).
+// Dropout, varlen, the deterministic mode and head dims above 128 never reach it (api_sm90.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/common/bwd_prepost.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/launch.h"
+#include "cuda/common/variant.h"
+#include "cuda/sm90/bwd_kernel_traits.h"
+#include "cuda/sm90/epilogue_bwd.h"
+#include "cuda/sm90/flash_bwd_kernel.h"
+#include "cuda/sm90/flash_fwd_kernel.h"  // device_kernel
+#include "cuda/sm90/fwd_launch.h"        // kImplName
+#include "cuda/sm90/mainloop_bwd.h"
+
+namespace flashlab {
+namespace sm90 {
+
+template <typename Traits>
+using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>>;
+
+// Prepares and launches one kernel struct (no launch for an empty grid).
+template <typename Kernel>
+Status launch_bwd_kernel(const common::BwdArguments& args, cudaStream_t stream, const char* what) {
+  constexpr int kSmem = Kernel::kSharedStorageBytes;
+  static_assert(kSmem <= 227 * 1024, "<= 227 KiB of shared memory (H100 / H200)");
+  const typename Kernel::Params params = Kernel::to_params(args);
+  const dim3 grid = Kernel::grid(params);
+  if (!common::nonempty(grid)) return Status::Ok();
+  FLASHLAB_RETURN_IF_ERROR(
+      common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, what, Kernel::kHeadDim));
+  device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);
+  return common::cuda_error(cudaGetLastError(), kImplName, what);
+}
+
+template <DType kDType, int kHeadDim>
+Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
+  using Element = typename common::ElementOf<kDType>::type;
+  using Traits = BwdTraits<kHeadDim, Element>;
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (args.seq.batch == 0 || args.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  FLASHLAB_RETURN_IF_ERROR(
+      common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
+  FLASHLAB_RETURN_IF_ERROR(launch_bwd_kernel<BwdKernel<Traits>>(args, stream, "backward kernel"));
+  FLASHLAB_RETURN_IF_ERROR(
+      launch_bwd_kernel<BwdConvertDq<Traits>>(args, stream, "backward dQ conversion kernel"));
+  return common::bwd_epilogue_dkv<Element>(args, stream, kImplName);
+}
+
+}  // namespace sm90
+}  // namespace flashlab

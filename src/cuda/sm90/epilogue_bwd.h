@@ -1,0 +1,160 @@
+// src/cuda/sm90/epilogue_bwd.h — where the Hopper backward's accumulators go.
+//
+//   add_dq          one warpgroup's dQ contribution (64 × HDIM, fp32, unscaled) -> its query block's
+//                   dq_accum tile, red.global.add.v4.f32 in register order (below)
+//   BwdConvertDq    kernel: dq_accum tile · scale -> dQ (the dtype), after the main kernel
+//   store_dkv       dK · scale and dV of one warpgroup's 64 keys, by BwdGradArgs::dkv_mode:
+//                   kDirect -> the dtype outputs; kAtomic -> fp32 atomics into the kv head's
+//                   workspace slice (GQA; common::bwd_convert_dkv_kernel converts afterwards)
+// Every store to an output is predicated on rows < the sequence length and columns < head_dim.
+// The stores go straight from the accumulator fragments (two adjacent columns per 4-byte store).
+#pragma once
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+
+#include <cutlass/numeric_types.h>
+
+#include "cuda/common/bwd_workspace.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/sm90/fragments.h"
+
+namespace flashlab {
+namespace sm90 {
+
+using namespace cute;
+
+// dq_accum inside a tile of 64 × HDIM floats (common/bwd_workspace.h): thread t's accumulator
+// values i = 4c + v of the TiledMmadQ fragment go to c · 512 + 4t + v, so the 32 lanes of a warp
+// cover 512 consecutive bytes with one red.global.add.v4.f32 each. Both warpgroups of a CTA add
+// their contributions (same fragment layout) to the same tile.
+struct DqAccumOrder {
+  static constexpr int kVec = 4;
+  CUTE_DEVICE static int index(int i, int wtid) {
+    return (i / kVec) * (cutlass::NumThreadsPerWarpGroup * kVec) + wtid * kVec + i % kVec;
+  }
+};
+
+template <typename Traits>
+CUTE_DEVICE float* dq_accum_tile(const common::BwdGradArgs& g, const common::WorkTile& t, int m_block,
+                                 int seqlen_q, int heads_q) {
+  static_assert(common::kDqAccumRowAlign % Traits::kBlockM == 0, "the workspace reserves whole tiles");
+  return g.dq_accum + common::dq_accum_tile_offset(t.batch, m_block, t.head, seqlen_q, heads_q, Traits::kBlockM,
+                                                   Traits::kHeadDim);
+}
+
+// acc_dq: ((2, 2, HDIM/8), 1, 1) fp32 of TiledMmadQ. No predicates: the tile has room for every row
+// and column; rows past the sequence and columns past head_dim receive exact zeros (zero-filled
+// Q / dO rows give P = 0 there, zero-filled K columns give 0).
+template <typename Traits, typename Acc>
+CUTE_DEVICE void add_dq(Acc const& acc_dq, float* tile, int wtid) {
+  static_assert(decltype(size(acc_dq))::value % DqAccumOrder::kVec == 0, "whole vectors per thread");
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc_dq); i += DqAccumOrder::kVec) {
+    atomicAdd(reinterpret_cast<float4*>(tile + DqAccumOrder::index(i, wtid)),
+              make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+  }
+}
+
+// Writes acc · scale (an accumulator of TiledMma over a (64, HDIM) tile; values i and i + 1 are two
+// adjacent columns of one row) to the row-major tile at `dst`: rows < valid_rows, columns <
+// head_dim. Op(T* two_values, float a, float b) writes one pair.
+template <typename TiledMma, int kHeadDim, typename T, typename Acc, typename Op>
+CUTE_DEVICE void write_pairs(Acc const& acc, float scale, T* dst, int64_t row_stride, int valid_rows, int head_dim,
+                             int wtid, Op op) {
+  TiledMma mma;
+  Tensor c = mma.get_thread_slice(wtid).partition_C(make_identity_tensor(Shape<_64, Int<kHeadDim>>{}));
+  static_assert(decltype(size(c))::value == decltype(size(acc))::value, "accumulator and coordinates");
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc); i += 2) {
+    const int row = static_cast<int>(get<0>(c(i))), col = static_cast<int>(get<1>(c(i)));
+    if (row < valid_rows && col < head_dim) op(dst + int64_t(row) * row_stride + col, acc(i) * scale, acc(i + 1) * scale);
+  }
+}
+
+template <typename Element>
+CUTE_DEVICE void store_pair(Element* dst, float a, float b) {
+  using Pair = cutlass::Array<Element, 2>;
+  Pair v;
+  v[0] = Element(a);
+  v[1] = Element(b);
+  *reinterpret_cast<Pair*>(dst) = v;
+}
+
+// dK · scale and dV of warpgroup wg's 64 keys of key block n_block (acc_dk, acc_dv: TiledMmadKV
+// fragments of (64, HDIM)). seqlen_k: the call's key length (the workspace's rows per sequence).
+template <typename Traits, typename Acc>
+CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::BwdGradArgs& g,
+                           const common::WorkTile& t, int n_block, int wg, int wtid, float softmax_scale,
+                           int kv_group, int seqlen_k, int head_dim) {
+  using Element = typename Traits::Element;
+  using Mma = typename Traits::TiledMmadKV;
+  constexpr int kD = Traits::kHeadDim;
+  const int64_t n0 = int64_t(n_block) * Traits::kBlockN + int64_t(wg) * Traits::kKeysPerWarpGroup;
+  const int rows = t.k_len - static_cast<int>(n0);
+  if (rows <= 0) return;
+  const int kv_head = t.head / kv_group;
+  if (g.dkv_mode == common::DkvMode::kDirect) {
+    Element* dk = static_cast<Element*>(g.dk) + t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, kv_head);
+    Element* dv = static_cast<Element*>(g.dv) + t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, kv_head);
+    write_pairs<Mma, kD>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, wtid, store_pair<Element>);
+    write_pairs<Mma, kD>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, wtid, store_pair<Element>);
+    return;
+  }
+  // kAtomic (GQA): the kv head's fp32 slice of (rows_k, heads_acc, head_dim). kPartial (the
+  // deterministic mode) never reaches this kernel: api_sm90.cpp routes it to cuda_sm80.
+  const int64_t row_stride = int64_t(g.heads_acc) * head_dim;
+  const int64_t off = t.k_offset(int64_t(seqlen_k) * row_stride, row_stride, head_dim, n0, kv_head);
+  auto add = [](float* dst, float a, float b) {
+    atomicAdd(dst, a);
+    atomicAdd(dst + 1, b);
+  };
+  write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off, row_stride, rows, head_dim, wtid, add);
+  write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off, row_stride, rows, head_dim, wtid, add);
+}
+
+// dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one
+// warpgroup per tile: thread t reads back exactly the values add_dq's thread t added.
+template <typename Traits>
+struct BwdConvertDq {
+  static constexpr int kThreads = cutlass::NumThreadsPerWarpGroup;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kSharedStorageBytes = 0;
+  struct Params {
+    common::SeqArgs seq;
+    common::BwdGradArgs grad;
+    float softmax_scale;
+    int head_dim;
+  };
+  struct SharedStorage {};
+  static Params to_params(const common::BwdArguments& a) {
+    return Params{a.seq, a.grad, a.score.softmax_scale, a.in.head_dim};
+  }
+  static dim3 grid(const Params& p) { return common::FwdTileScheduler::grid(p.seq, Traits::kBlockM); }
+
+  CUTE_DEVICE void operator()(const Params& p, SharedStorage&) const {
+    const common::WorkTile t = common::FwdTileScheduler::get_tile(p.seq);
+    if (t.m_block * Traits::kBlockM >= t.q_len) return;
+    const int wtid = static_cast<int>(threadIdx.x);
+    typename Traits::TiledMmadQ mma;
+    Tensor acc = partition_fragment_C(mma, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
+    const float* tile = dq_accum_tile<Traits>(p.grad, t, t.m_block, p.seq.seqlen_q, p.seq.heads_q);
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {
+      const float4 v = *reinterpret_cast<const float4*>(tile + DqAccumOrder::index(i, wtid));
+      acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
+    }
+    using Element = typename Traits::Element;
+    const common::BwdGradArgs& g = p.grad;
+    const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
+    Element* dq = static_cast<Element*>(g.dq) + t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
+    write_pairs<typename Traits::TiledMmadQ, kHeadDim>(acc, p.softmax_scale, dq, g.dq_row_stride,
+                                                       t.q_len - static_cast<int>(m0), p.head_dim, wtid,
+                                                       store_pair<Element>);
+  }
+};
+
+}  // namespace sm90
+}  // namespace flashlab

@@ -1,0 +1,195 @@
+// src/cuda/sm90/flash_bwd_kernel.h — the Hopper backward's main kernel: warp roles and the order of
+// the products per query block. It computes nothing itself.
+//
+// Pieces: TileScheduler common::BwdTileScheduler (one CTA = one key block of 128 keys of one query
+// head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS,
+// unchanged from sm80), the stores of epilogue_bwd.h. No dropout, no varlen, no deterministic mode
+// on this path (api_sm90.cpp routes them to cuda_sm80).
+//
+// Warp roles:
+//   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) (2 stages)
+//   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
+//     issue S = Q·K_wᵀ, dP = dO·V_wᵀ; wait         (SS, both in flight together)
+//     P, dS = variant(S, dP, LSE, D)                ScoreVariant::p_and_ds
+//     P, dS (16-bit) -> shared; fence; barrier      the warpgroup's four warps wrote them
+//     issue dV += Pᵀ·dO, dK += dSᵀ·Q (SS), dQ_w = dS·K_w (RS); wait; release Q(m), dO(m)
+//     dq_accum[m] += dQ_w                           red.global.add.v4.f32
+//   then dK · scale, dV -> global (epilogue_bwd.h).
+// This is the first correct kernel of docs/design/sm90-backward.md §8 (stage 1, with the 2-stage
+// Q / dO pipeline of stage 2): each batch of products is waited for before the next.
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/cutlass.h>
+
+#include "cuda/common/block_range.h"
+#include "cuda/common/dropout.h"
+#include "cuda/common/kernel_args.h"
+#include "cuda/common/math.h"
+#include "cuda/common/tile_scheduler.h"
+#include "cuda/sm90/epilogue_bwd.h"
+#include "cuda/sm90/fragments.h"
+#include "cuda/sm90/pipeline.h"
+
+namespace flashlab {
+namespace sm90 {
+
+using namespace cute;
+
+template <typename Mainloop_, typename Variant_>
+struct FlashBwdKernel {
+  using Mainloop = Mainloop_;
+  using Variant = Variant_;
+  using Traits = typename Mainloop::Traits;
+  using Element = typename Traits::Element;
+  using TileScheduler = common::BwdTileScheduler;
+  using Pipeline = typename Mainloop::Pipeline;
+  using PipelineState = typename Mainloop::PipelineState;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kThreads = Traits::kThreads;
+  static constexpr int kRows = Traits::kRowsPerThread;
+
+  struct Params {
+    typename TileScheduler::Params scheduler;
+    typename Mainloop::Params mainloop;
+    typename Variant::Params variant;
+    common::BwdRowArgs rows;
+    common::BwdGradArgs grad;
+    int head_dim;
+    int kv_group;
+  };
+  static Params to_params(const common::BwdArguments& a) {
+    return Params{TileScheduler::to_params(a.seq), Mainloop::to_params({a.in, a.seq}), Variant::to_params(a.score),
+                  a.rows, a.grad, a.in.head_dim, a.in.kv_group};
+  }
+  using SharedStorage = typename Mainloop::SharedStorage;
+  static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
+
+  static dim3 grid(const Params& params) { return TileScheduler::grid(params.scheduler, kBlockN); }
+
+  __device__ void operator()(const Params& params, SharedStorage& smem) const {
+    const int warp_idx = cutlass::canonical_warp_idx_sync();
+    const int warp_group = cutlass::canonical_warp_group_idx();
+    if (warp_idx == 0 && cute::elect_one_sync()) {
+      Mainloop::prefetch_descriptors(params.mainloop);
+      smem.barrier_kv.init(/*arrive_count=*/1);
+    }
+    typename Pipeline::Params pipe;
+    pipe.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+    pipe.is_leader = threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0;
+    pipe.num_consumers = Traits::kMmaThreads;
+    pipe.transaction_bytes = 2 * Traits::kTmaBytesTile;  // Q and dO
+    Pipeline pipeline(smem.pipeline_qdo, pipe);
+    __syncthreads();  // barrier initializations visible to every warp
+
+    int n_block = 0;
+    common::WorkTile tile = TileScheduler::get_tile(params.scheduler, &n_block);
+    if (n_block * kBlockN >= tile.k_len) return;  // past this sequence's keys (CTA-uniform)
+    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+
+    if (warp_group == 0) {
+      cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
+      if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
+        Mainloop::load(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
+    } else {
+      cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
+      consume(params, smem, tile, n_block, range, pipeline);
+    }
+  }
+
+  __device__ void consume(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
+                          const common::QueryBlockRange<kBlockM, kBlockN>& range, Pipeline& pipeline) const {
+    // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
+    const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
+    const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;    // 0 or 1: keys [64 wg, 64 wg + 64)
+    const int wtid = mma_tid % cutlass::NumThreadsPerWarpGroup;  // thread inside the warpgroup
+    typename Traits::TiledMmaSdP mma_sdp;
+    typename Traits::TiledMmadKV mma_dkv;
+    typename Traits::TiledMmadQ mma_dq;
+    Tensor acc_dk = partition_fragment_C(mma_dkv, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
+    Tensor acc_dv = partition_fragment_C(mma_dkv, Shape<_64, Int<kHeadDim>>{});
+    clear(acc_dk);
+    clear(acc_dv);
+
+    if (!range.empty()) {
+      Mainloop mainloop(smem, wtid);
+      const Variant variant(params.variant, tile);
+      const common::Dropout<false> no_dropout(common::DropoutArgs{}, tile, 0);
+      // (row, col) of this thread's S / dP values in the (BLK_M, BLK_N) tile: the warpgroup's keys
+      // are columns [64 wg, 64 wg + 64).
+      Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});
+      Tensor cSw = local_tile(cS, Shape<Int<kBlockM>, _64>{}, make_coord(_0{}, wg));  // (BLK_M, 64) -> (row, col)
+      Tensor tScS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cSw));    // (2 rows, 16 cols)
+      Tensor sP = make_tensor(make_smem_ptr(smem.p.data()), typename Traits::SmemLayoutPdS{})(_, _, wg);
+      Tensor sdS = make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutPdS{})(_, _, wg);
+      auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
+      auto thr_r2s = copy_r2s.get_thread_slice(wtid);
+      Tensor tPsP = thr_r2s.partition_D(sP);
+      Tensor tPsdS = thr_r2s.partition_D(sdS);
+
+      // LSE (natural log) and D of the query rows: BwdRowArgs as in sm80's mainloop.
+      const common::BwdRowArgs& rows = params.rows;
+      const float* lse_ptr = rows.lse + tile.lse_offset(rows.lse_batch_stride, rows.lse_head_stride);
+      const float* dsum_ptr = rows.dsum + tile.q_offset(params.scheduler.seqlen_q, 1, rows.rows_q, 0, tile.head);
+      float* const dq_base = params.grad.dq_accum;
+
+      const BwdBarrier pds_barrier = offset(BwdBarrier::kPdSWG1, wg);
+      PipelineState state;  // consumer: stage 0, phase 0
+      smem.barrier_kv.wait(0);
+      CUTE_NO_UNROLL
+      for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
+        float lse_log2[kRows], dsum[kRows];
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          const int row = m_block * kBlockM + static_cast<int>(get<0>(tScS(r, 0)));
+          const float lse = row < tile.q_len ? lse_ptr[row] : -INFINITY;
+          lse_log2[r] = lse == -INFINITY ? INFINITY : lse * common::kLog2e;  // no visible key: P = 0
+          dsum[r] = row < tile.q_len ? dsum_ptr[row] : 0.0f;
+        }
+        Tensor acc_s = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, _64>{});  // ((2, 2, 8), 1, 1)
+        Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, _64>{});
+        pipeline.consumer_wait(state);
+        const int stage = state.index();
+        mainloop.issue_s_dp(stage, wg, acc_s, acc_dp);
+        warpgroup_wait<0>();
+
+        tile.m_block = m_block;
+        const bool needs_mask = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
+        Tensor s = rowcol_view(acc_s);
+        Tensor dp = rowcol_view(acc_dp);
+        variant.template p_and_ds</*kMaskedSimple=*/true>(s, dp, tScS, m_block, n_block, needs_mask, lse_log2, dsum,
+                                                          no_dropout);
+        Tensor p16 = make_tensor<Element>(acc_s.layout());
+        Tensor ds16 = make_tensor<Element>(acc_dp.layout());
+        convert_into(acc_s, p16);
+        convert_into(acc_dp, ds16);
+        copy(copy_r2s, thr_r2s.retile_S(p16), tPsP);
+        copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS);
+        // The wgmma below read what the warpgroup's four warps wrote, through the async proxy.
+        cutlass::arch::fence_view_async_shared();
+        named_barrier_sync(cutlass::NumThreadsPerWarpGroup, pds_barrier);
+
+        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
+        mainloop.issue_dv_dk(stage, wg, acc_dv, acc_dk);
+        mainloop.issue_dq(wg, make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())), acc_dq);
+        warpgroup_wait<0>();
+        pipeline.consumer_release(state);
+        ++state;
+        add_dq<Traits>(acc_dq,
+                       dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head,
+                                                              params.scheduler.seqlen_q, params.scheduler.heads_q,
+                                                              kBlockM, kHeadDim),
+                       wtid);
+      }
+    }
+    store_dkv<Traits>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid, params.variant.softmax_scale,
+                      params.kv_group, params.scheduler.seqlen_k, params.head_dim);
+  }
+};
+
+}  // namespace sm90
+}  // namespace flashlab
