@@ -10,10 +10,11 @@
 // Inside a CTA (128 threads): a key row is kChunks = D/8 chunks of 16 bytes; kChunks consecutive
 // lanes ("a group") own one key at a time, one chunk each, so a warp's loads are whole rows. There
 // are kGroups = 128 / kChunks groups; group g takes keys g, g + kGroups, ... of the CTA's range,
-// kKeys of them per iteration with all their K and V loads in flight at once. Each group keeps its
-// own online softmax (m, l, O) for the kRows rows: the scores are reduced over the group's lanes
-// with shuffles, so every lane of a group holds them, and the loop has no __syncthreads. At the end
-// the groups' (m, l, O) are merged through shared memory, exactly as splits are merged.
+// kKeys of them per iteration, the next iteration's K and V loads issued before this one's
+// arithmetic (two register buffers). q is read from shared memory (fp32). Each group keeps its own
+// online softmax (m, l, O) for the kRows rows: the scores are reduced over the group's lanes with
+// shuffles, so every lane of a group holds them, and the loop has no __syncthreads. At the end the
+// groups' (m, l, O) are merged through shared memory, exactly as splits are merged.
 // Output: O and LSE directly (one split), or fp32 partials that decode_combine_kernel merges.
 #pragma once
 
@@ -29,7 +30,14 @@ namespace decode {
 
 constexpr int kThreads = 128;
 constexpr int kRows = 4;  // query rows per CTA (more rows: more CTAs over the same keys, from L2)
-constexpr int kKeys = 8;  // keys per group per iteration
+// The loop's shape (measured on the H100, 2026-11-24: docs/perf.md, "Decode"). kKeys keys per
+// group per iteration, and the next iteration's K and V loads are issued before this iteration's
+// arithmetic (registers double-buffered), so loads stay in flight; kMinBlocks CTAs per SM asked of
+// ptxas (registers capped at 65536 / (128 · 4) = 128; sm_90a: 128 registers, 40 bytes spilled);
+// q lives in shared memory (fp32, read per key: 32 registers fewer, the two groups of a warp read
+// the same addresses).
+constexpr int kKeys = 2;
+constexpr int kMinBlocks = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct DecodeParams {
@@ -117,18 +125,20 @@ __device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int
 
 // cap · tanh(x / cap), as the CPU reference's modify_score (tanhf: accurate, and the decode kernel
 // is memory-bound, so its cost hides).
-__device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int64_t diag, int64_t j) {
+// Positions as int: see decode_kernel's "Positions" comment.
+__device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int diag, int j) {
   float s = dot * p.scale;
   if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
   if (slope != 0.0f) {
-    const int64_t dist = diag > j ? diag - j : j - diag;
+    const int dist = diag > j ? diag - j : j - diag;
     s -= slope * static_cast<float>(dist);
   }
   return s;
 }
 
 template <typename T, int kD>
-__global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    decode_kernel(const __grid_constant__ DecodeParams p) {
   constexpr int kChunks = kD / 8;
   constexpr int kGroups = kThreads / kChunks;
   static_assert(kChunks <= 32 && 32 % kChunks == 0, "a group of lanes lies within one warp");
@@ -161,9 +171,19 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
   mask.left = p.window_left;
   mask.right = p.window_right;
 
-  // The rows: query i, query head hq; their visible keys inside this split; q in registers.
-  float qf[kRows][8];
-  int64_t lo[kRows], hi[kRows], diag[kRows];
+  // The rows: query i, query head hq; their visible keys inside this split; q in shared memory.
+  //
+  // Positions are int (32 bits; the loop's compares and the ALiBi distance cost fewer registers,
+  // which the 128-register cap needs). This is exact for the keys that are ever used: the keys of
+  // sequence b are j in [0, L) with L = cache_seqlens[b] - leftpad[b] <= cache_seqlens[b] < 2^31
+  // (cache_seqlens is int32; 0 <= leftpad <= cache_seqlens, docs/kvcache.md); lo and hi are clamped
+  // to this split's [n0, n1) with n1 <= L in int64, and a row left with no key here is set to the
+  // empty range (0, -1) before narrowing (n0 = split · split_size may pass 2^31). A row with a key
+  // has L >= 1, so diag = L - seqlen_q + i lies in (-2^31, 2^31) and |diag - j| <= max(L, seqlen_q)
+  // - 1; diag of a row with no key is never read.
+  __shared__ __align__(16) float sm_q[kRows][kD];
+  float qf[8];
+  int lo[kRows], hi[kRows], diag[kRows];
   float slope[kRows];
   int64_t k_begin = n1, k_end = n0;  // the union of the rows' visible keys in this split
 #pragma unroll
@@ -174,13 +194,24 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
     lo[r] = 0;
     hi[r] = -1;
     slope[r] = 0.0f;
-    diag[r] = i + mask.shift;
+    diag[r] = static_cast<int>(i + mask.shift);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) qf[r][e] = 0.0f;
+    for (int e = 0; e < 8; ++e) qf[e] = 0.0f;
+    if (g == 0) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sm_q[r][c * 8 + e] = 0.0f;
+    }
     if (rr >= p.rows) continue;
-    visible_keys(mask, i, &lo[r], &hi[r]);
-    if (lo[r] < n0) lo[r] = n0;
-    if (hi[r] > n1 - 1) hi[r] = n1 - 1;
+    int64_t lo64, hi64;
+    visible_keys(mask, i, &lo64, &hi64);
+    if (lo64 < n0) lo64 = n0;
+    if (hi64 > n1 - 1) hi64 = n1 - 1;
+    if (lo64 > hi64) {  // no key of this row in this split
+      lo64 = 0;
+      hi64 = -1;
+    }
+    lo[r] = static_cast<int>(lo64);
+    hi[r] = static_cast<int>(hi64);
     if (lo[r] <= hi[r]) {
       if (lo[r] < k_begin) k_begin = lo[r];
       if (hi[r] + 1 > k_end) k_end = hi[r] + 1;
@@ -189,9 +220,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
     if (chunk_in) {
       const T* qp = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +
                     int64_t(hq) * p.q_head_stride + c * 8;
-      unpack8<T>(*reinterpret_cast<const uint4*>(qp), qf[r]);
+      unpack8<T>(*reinterpret_cast<const uint4*>(qp), qf);
+      if (g == 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sm_q[r][c * 8 + e] = qf[e];
+      }
     }
   }
+
+  __syncthreads();  // sm_q complete
 
   // Each group's online softmax over its keys.
   float m[kRows], l[kRows], o[kRows][8];
@@ -204,8 +241,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
   }
   const T* kbase = static_cast<const T*>(p.k) + c * 8;
   const T* vbase = static_cast<const T*>(p.v) + c * 8;
-  for (int64_t j0 = k_begin; j0 < k_end; j0 += int64_t(kGroups) * kKeys) {
-    uint4 kr[kKeys], vr[kKeys];
+  constexpr int64_t kStep = int64_t(kGroups) * kKeys;  // keys of the CTA per iteration
+  auto load = [&](int64_t j0, uint4 (&kr)[kKeys], uint4 (&vr)[kKeys]) __attribute__((always_inline)) {
 #pragma unroll
     for (int k = 0; k < kKeys; ++k) {
       const int64_t j = j0 + g + int64_t(k) * kGroups;
@@ -219,6 +256,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
             vbase + slot_offset(p, b, slot, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride));
       }
     }
+  };
+  auto compute = [&](int64_t j0, const uint4 (&kr)[kKeys], const uint4 (&vr)[kKeys])
+      __attribute__((always_inline)) {
     float s[kRows][kKeys];
 #pragma unroll
     for (int k = 0; k < kKeys; ++k) {
@@ -228,34 +268,54 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
       for (int r = 0; r < kRows; ++r) {
         float dot = 0.0f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) dot = fmaf(qf[r][e], kf[e], dot);
+        for (int e = 0; e < 8; ++e) dot = fmaf(sm_q[r][c * 8 + e], kf[e], dot);
 #pragma unroll
         for (int off = kChunks / 2; off >= 1; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-        const int64_t j = j0 + g + int64_t(k) * kGroups;
+        // j0 < k_end <= L < 2^31; j may pass 2^31 - 1 only past k_end, where the unsigned sum
+        // wraps to a negative int that fails j >= lo (>= 0) instead of overflowing.
+        const int j = static_cast<int>(static_cast<unsigned>(j0) + static_cast<unsigned>(g + k * kGroups));
         s[r][k] = (j >= lo[r] && j <= hi[r]) ? score_chain(p, dot, slope[r], diag[r], j) : -INFINITY;
       }
     }
+    // Per row: the new max, α, O and l rescaled, S -> P (in place).
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float mx = m[r];
 #pragma unroll
       for (int k = 0; k < kKeys; ++k) mx = fmaxf(mx, s[r][k]);
-      if (mx == -INFINITY) continue;  // nothing visible yet for this row in this group
-      const float alpha = exp2f((m[r] - mx) * kLog2e);  // m = -inf: 0
+      const float alpha = mx == -INFINITY ? 1.0f : exp2f((m[r] - mx) * kLog2e);  // m = -inf: 0
+      const float base = mx == -INFINITY ? 0.0f : mx;  // nothing visible yet: every P is 0
       m[r] = mx;
       l[r] *= alpha;
 #pragma unroll
       for (int e = 0; e < 8; ++e) o[r][e] *= alpha;
 #pragma unroll
       for (int k = 0; k < kKeys; ++k) {
-        const float pr = exp2f((s[r][k] - mx) * kLog2e);
-        l[r] += pr;
-        float vf[8];
-        unpack8<T>(vr[k], vf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(pr, vf[e], o[r][e]);
+        s[r][k] = exp2f((s[r][k] - base) * kLog2e);
+        l[r] += s[r][k];
       }
     }
+    // O += P·V, one key's V row unpacked at a time (8 registers, not kKeys x 8).
+#pragma unroll
+    for (int k = 0; k < kKeys; ++k) {
+      float vf[8];
+      unpack8<T>(vr[k], vf);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[r][e] = fmaf(s[r][k], vf[e], o[r][e]);
+    }
+  };
+  // Double-buffered: (ka, va) and (kb, vb) take turns; each iteration's loads are issued before
+  // the other buffer's arithmetic.
+  uint4 ka[kKeys], va[kKeys], kb[kKeys], vb[kKeys];
+  if (k_begin < k_end) load(k_begin, ka, va);
+  for (int64_t j0 = k_begin; j0 < k_end; j0 += 2 * kStep) {
+    load(j0 + kStep, kb, vb);  // past k_end: nothing is read
+    compute(j0, ka, va);
+    if (j0 + kStep >= k_end) break;
+    load(j0 + 2 * kStep, ka, va);
+    compute(j0 + kStep, kb, vb);
   }
 
   // Merge the groups: m = max_g m_g, w_g = exp(m_g - m), l = Σ w_g l_g, O = Σ w_g O_g / l.
