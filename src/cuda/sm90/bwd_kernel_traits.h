@@ -2,23 +2,27 @@
 //
 // One CTA = one key block of kBlockN = 128 keys of one query head (FlashAttention-2's outer loop,
 // as sm80's backward). Two consumer warpgroups split the key block: warpgroup w owns keys
-// [64w, 64w + 64) of it, and for each query block of kBlockM = 64 rows computes, on its own keys
-// only (per warpgroup, M × N × K):
+// [64w, 64w + 64) of it, and for each query block of kBlockM = 64 rows computes (per warpgroup,
+// M × N × K):
 //   product        shape           A                          B                          kind
 //   S  = Q·Kᵀ      64 × 64 × D     Q (64, D) smem, K-major    K_w (64, D) smem, K-major    SS
 //   dP = dO·Vᵀ     64 × 64 × D     dO (64, D) smem            V_w (64, D) smem             SS
 //   dV += Pᵀ·dO    64 × D × 64     Pᵀ view of P_w, MN-major   dOᵀ view (D, 64), MN-major   SS
 //   dK += dSᵀ·Q    64 × D × 64     dSᵀ view of dS_w           Qᵀ view (D, 64)              SS
-//   dQ_w = dS·K    64 × D × 64     dS_w in registers          K_wᵀ view (D, 64), MN-major  RS
+// and dQ, one of two ways (kDqSplit):
+//   split (D 128)  dQ[:, half w] = dS·K[:, half w]    64 × D/2 × 128   dS (64, 128) smem, both
+//                  warpgroups' keys (a barrier over both first); Kᵀ view (D/2, 128)         SS
+//   per warpgroup  dQ_w = dS_w·K_w                    64 × D × 64      dS_w from registers;
+//                  (D 96: D/2 = 48 is not a whole swizzle atom of Kᵀ)     K_wᵀ view (D, 64)     RS
+// Split, each CTA adds 64 × D floats of dQ per query block to global memory; per warpgroup, twice
+// that (both warpgroups add a full 64 × D partial sum), and the dQ accumulator is twice as large.
 // S and dP have the forward's orientation (queries as rows, 2 rows per thread), so the score
 // variant (common::ScoreVariant::p_and_ds) runs on them unchanged. P and dS go to shared memory
-// (16-bit, the warpgroup's own (64, 64) tile) because dV and dK need them transposed as the A
-// operand; dQ = dS·K takes dS straight from the registers, as the forward's P·V takes P.
-// The warpgroups never read each other's tiles: each has its own K, V, P, dS rows and its own
-// dK, dV accumulators, and each adds its own dQ contribution (64 × D) to global memory.
-// Every transposed operand is the same bytes under a transposed layout (composition), as the
-// forward's Vᵀ.
+// (16-bit) because dV and dK need them transposed as the A operand. Every transposed operand is the
+// same bytes under a transposed layout (composition), as the forward's Vᵀ.
 #pragma once
+
+#include <type_traits>
 
 #include <cute/tensor.hpp>
 
@@ -52,8 +56,13 @@ struct BwdTraits {
   static constexpr int kConsumerRegs = 240;
   static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= kEntryRegs * (1 + kMmaWarpGroups),
                 "setmaxnreg would ask for more registers than the launch allocated (a hang)");
-  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, S + dP = 2 · 32, dQ = 64·D/128.
-  // D 128: 128 + 64 live in p_and_ds, 128 + 64 (dQ) + 16 (dS, 16-bit) while dQ is computed.
+  // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
+  static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
+  static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup
+  static constexpr int kDqSlabs = kDqSplit ? 2 : 1;  // (64, kDqCols) fragments per dq_accum tile
+  static constexpr int kDsStages = kDqSplit ? 2 : 1;  // dS read by both warpgroups: double-buffered
+  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, S + dP = 2 · 32, dQ =
+  // 64·kDqCols/128. D 128: 128 + 64 live in p_and_ds, 128 + 32 while dQ is computed.
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 128, "the first Hopper backward serves head dims <= 128");
   static_assert(sizeof(Element) == 2, "the GMMA atoms below take 16-bit inputs");
 
@@ -65,42 +74,48 @@ struct BwdTraits {
       GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
                            GMMA::Major::MN, GMMA::Major::MN>(),
       OneWarpGroup{}));
-  using TiledMmadQ = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kKeysPerWarpGroup>>,
-                           GMMA::Major::K, GMMA::Major::MN>(),
-      OneWarpGroup{}));
+  using TiledMmadQ = std::conditional_t<
+      kDqSplit,
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, ElementAccum,
+                                                   Shape<_64, Int<kDqCols>, Int<kBlockN>>, GMMA::Major::K,
+                                                   GMMA::Major::MN>(),
+                              OneWarpGroup{})),
+      decltype(make_tiled_mma(GMMA::rs_op_selector<Element, Element, ElementAccum,
+                                                   Shape<_64, Int<kHeadDim>, Int<kKeysPerWarpGroup>>,
+                                                   GMMA::Major::K, GMMA::Major::MN>(),
+                              OneWarpGroup{}))>;
 
-  // ---- Shared memory. Q, dO: (BLK_M, HDIM, STAGES); K, V: (64, HDIM, 2 warpgroups); P, dS:
-  // (BLK_M, 64 keys, 2 warpgroups), keys contiguous. All K-major as TMA writes them / as the
-  // accumulator stores write them; the transposed views below read the same bytes.
+  // ---- Shared memory, K-major as TMA writes it / as the accumulator stores write it; the
+  // transposed views below read the same bytes. Warpgroup w's part of K, V, P, dS is rows (K, V)
+  // or columns (P, dS) [64w, 64w + 64): local_tile of these.
   using SmemAtom = decltype(smem_atom_k_major<Element, kHeadDim>());
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>, Int<kStages>>{}));
-  using SmemLayoutK =
-      decltype(tile_to_shape(SmemAtom{}, Shape<Int<kKeysPerWarpGroup>, Int<kHeadDim>, Int<kMmaWarpGroups>>{}));
+  using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));  // (BLK_N, HDIM)
   using SmemLayoutPdS = decltype(tile_to_shape(smem_atom_k_major<Element, kKeysPerWarpGroup>(),
-                                               Shape<Int<kBlockM>, Int<kKeysPerWarpGroup>, Int<kMmaWarpGroups>>{}));
+                                               Shape<Int<kBlockM>, Int<kBlockN>, Int<kDsStages>>{}));
   // (HDIM, BLK_M, STAGES): Qᵀ and dOᵀ, the B operands of dK and dV.
   using SmemLayoutQt = decltype(composition(
       SmemLayoutQ{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
-  // (HDIM, 64 keys, 2): K_wᵀ, the B operand of dQ.
+  // (HDIM, BLK_N): Kᵀ, the B operand of dQ.
   using SmemLayoutKt = decltype(composition(
-      SmemLayoutK{},
-      make_ordered_layout(Shape<Int<kHeadDim>, Int<kKeysPerWarpGroup>, Int<kMmaWarpGroups>>{}, Step<_2, _1, _3>{})));
-  // (64 keys, BLK_M, 2): P_wᵀ and dS_wᵀ, the A operands of dV and dK.
+      SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, Step<_2, _1>{})));
+  // (BLK_N, BLK_M, STAGES): Pᵀ and dSᵀ, the A operands of dV and dK.
   using SmemLayoutPdSt = decltype(composition(
       SmemLayoutPdS{},
-      make_ordered_layout(Shape<Int<kKeysPerWarpGroup>, Int<kBlockM>, Int<kMmaWarpGroups>>{}, Step<_2, _1, _3>{})));
+      make_ordered_layout(Shape<Int<kBlockN>, Int<kBlockM>, Int<kDsStages>>{}, Step<_2, _1, _3>{})));
 
-  // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous; one box = one
-  // (64, HDIM) tile: a Q or dO stage, or one warpgroup's half of K or V.
+  // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous. Q and dO: one (64, HDIM)
+  // box per stage; K and V: one (BLK_N, HDIM) box each.
   using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;
   using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{},
                                           StrideQKV{}));
-  using Tile = Shape<_64, Int<kHeadDim>>;
-  using Tma = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutQ{}), Tile{}, _1{}));
-  static constexpr uint32_t kTmaBytesTile = static_cast<uint32_t>(64 * kHeadDim * sizeof(Element));
-  static_assert(kBlockM == 64 && kKeysPerWarpGroup == 64, "one TMA box shape for Q, dO, K and V tiles");
+  using TileQ = Shape<Int<kBlockM>, Int<kHeadDim>>;
+  using TileKV = Shape<Int<kBlockN>, Int<kHeadDim>>;
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutQ{}), TileQ{}, _1{}));
+  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutK{}, TileKV{}, _1{}));
+  static constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(kBlockM * kHeadDim * sizeof(Element));
+  static constexpr uint32_t kTmaBytesKV = static_cast<uint32_t>(kBlockN * kHeadDim * sizeof(Element));
 };
 
 }  // namespace sm90

@@ -26,10 +26,11 @@ namespace sm90 {
 
 using namespace cute;
 
-// dq_accum inside a tile of 64 × HDIM floats (common/bwd_workspace.h): thread t's accumulator
-// values i = 4c + v of the TiledMmadQ fragment go to c · 512 + 4t + v, so the 32 lanes of a warp
-// cover 512 consecutive bytes with one red.global.add.v4.f32 each. Both warpgroups of a CTA add
-// their contributions (same fragment layout) to the same tile.
+// dq_accum inside a tile of 64 × HDIM floats (common/bwd_workspace.h): kDqSlabs slabs of
+// 64 × kDqCols (bwd_kernel_traits.h), slab h holding columns [h · kDqCols, (h + 1) · kDqCols); in a
+// slab, thread t's accumulator values i = 4c + v of the TiledMmadQ fragment go to c · 512 + 4t + v,
+// so the 32 lanes of a warp cover 512 consecutive bytes with one red.global.add.v4.f32 each. With
+// the split dQ warpgroup w adds to slab w; otherwise both add their partial sums to the one slab.
 struct DqAccumOrder {
   static constexpr int kVec = 4;
   CUTE_DEVICE static int index(int i, int wtid) {
@@ -116,7 +117,7 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
 }
 
 // dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one
-// warpgroup per tile: thread t reads back exactly the values add_dq's thread t added.
+// warpgroup per tile: thread t reads back, slab by slab, exactly the values add_dq's thread t added.
 template <typename Traits>
 struct BwdConvertDq {
   static constexpr int kThreads = cutlass::NumThreadsPerWarpGroup;
@@ -138,21 +139,26 @@ struct BwdConvertDq {
     const common::WorkTile t = common::FwdTileScheduler::get_tile(p.seq);
     if (t.m_block * Traits::kBlockM >= t.q_len) return;
     const int wtid = static_cast<int>(threadIdx.x);
-    typename Traits::TiledMmadQ mma;
-    Tensor acc = partition_fragment_C(mma, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
-    const float* tile = dq_accum_tile<Traits>(p.grad, t, t.m_block, p.seq.seqlen_q, p.seq.heads_q);
-    CUTE_UNROLL
-    for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {
-      const float4 v = *reinterpret_cast<const float4*>(tile + DqAccumOrder::index(i, wtid));
-      acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
-    }
     using Element = typename Traits::Element;
+    constexpr int kCols = Traits::kDqCols;
+    typename Traits::TiledMmadQ mma;
     const common::BwdGradArgs& g = p.grad;
     const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
     Element* dq = static_cast<Element*>(g.dq) + t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
-    write_pairs<typename Traits::TiledMmadQ, kHeadDim>(acc, p.softmax_scale, dq, g.dq_row_stride,
-                                                       t.q_len - static_cast<int>(m0), p.head_dim, wtid,
-                                                       store_pair<Element>);
+    const float* tile = dq_accum_tile<Traits>(g, t, t.m_block, p.seq.seqlen_q, p.seq.heads_q);
+    CUTE_UNROLL
+    for (int h = 0; h < Traits::kDqSlabs; ++h) {
+      Tensor acc = partition_fragment_C(mma, Shape<_64, Int<kCols>>{});  // ((2, 2, COLS/8), 1, 1)
+      const float* slab = tile + h * (Traits::kBlockM * kCols);
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {
+        const float4 v = *reinterpret_cast<const float4*>(slab + DqAccumOrder::index(i, wtid));
+        acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
+      }
+      write_pairs<typename Traits::TiledMmadQ, kCols>(acc, p.softmax_scale, dq + h * kCols, g.dq_row_stride,
+                                                      t.q_len - static_cast<int>(m0), p.head_dim - h * kCols, wtid,
+                                                      store_pair<Element>);
+    }
   }
 };
 

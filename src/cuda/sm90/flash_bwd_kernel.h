@@ -11,12 +11,17 @@
 //   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
 //     issue S = Q·K_wᵀ, dP = dO·V_wᵀ; wait         (SS, both in flight together)
 //     P, dS = variant(S, dP, LSE, D)                ScoreVariant::p_and_ds
-//     P, dS (16-bit) -> shared; fence; barrier      the warpgroup's four warps wrote them
-//     issue dV += Pᵀ·dO, dK += dSᵀ·Q (SS), dQ_w = dS·K_w (RS); wait; release Q(m), dO(m)
-//     dq_accum[m] += dQ_w                           red.global.add.v4.f32
+//     P, dS (16-bit) -> shared; fence; barrier      over the warpgroup's four warps, or both
+//                                                   warpgroups when dQ reads all 128 keys' dS
+//     issue dQ (bwd_kernel_traits.h: split or per warpgroup), dV += Pᵀ·dO, dK += dSᵀ·Q (SS)
+//     wait for dQ; dq_accum[m] += dQ                red.global.add.v4.f32, while dV and dK run
+//     wait; release Q(m), dO(m)
 //   then dK · scale, dV -> global (epilogue_bwd.h).
-// This is the first correct kernel of docs/design/sm90-backward.md §8 (stage 1, with the 2-stage
-// Q / dO pipeline of stage 2): each batch of products is waited for before the next.
+// With the split dQ a warpgroup reads the other's dS: dS is double-buffered by query block, and
+// the barrier of block m + 1 (which both warpgroups reach only after their block-m products
+// retired) keeps a buffer from being overwritten while read.
+// Stage 1-2 of docs/design/sm90-backward.md §8: each batch of products is waited for before the
+// next.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -82,7 +87,7 @@ struct FlashBwdKernel {
     pipe.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
     pipe.is_leader = threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0;
     pipe.num_consumers = Traits::kMmaThreads;
-    pipe.transaction_bytes = 2 * Traits::kTmaBytesTile;  // Q and dO
+    pipe.transaction_bytes = 2 * Traits::kTmaBytesQ;  // Q and dO
     Pipeline pipeline(smem.pipeline_qdo, pipe);
     __syncthreads();  // barrier initializations visible to every warp
 
@@ -116,7 +121,7 @@ struct FlashBwdKernel {
     clear(acc_dv);
 
     if (!range.empty()) {
-      Mainloop mainloop(smem, wtid);
+      Mainloop mainloop(smem, wtid, wg);
       const Variant variant(params.variant, tile);
       const common::Dropout<false> no_dropout(common::DropoutArgs{}, tile, 0);
       // (row, col) of this thread's S / dP values in the (BLK_M, BLK_N) tile: the warpgroup's keys
@@ -124,12 +129,15 @@ struct FlashBwdKernel {
       Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});
       Tensor cSw = local_tile(cS, Shape<Int<kBlockM>, _64>{}, make_coord(_0{}, wg));  // (BLK_M, 64) -> (row, col)
       Tensor tScS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cSw));    // (2 rows, 16 cols)
-      Tensor sP = make_tensor(make_smem_ptr(smem.p.data()), typename Traits::SmemLayoutPdS{})(_, _, wg);
-      Tensor sdS = make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutPdS{})(_, _, wg);
       auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
       auto thr_r2s = copy_r2s.get_thread_slice(wtid);
-      Tensor tPsP = thr_r2s.partition_D(sP);
-      Tensor tPsdS = thr_r2s.partition_D(sdS);
+      // The warpgroup's columns of P and dS: (BLK_M, 64, DS_STAGES).
+      auto columns = [&](Element* ptr) {
+        Tensor t = make_tensor(make_smem_ptr(ptr), typename Traits::SmemLayoutPdS{});
+        return local_tile(t, Shape<Int<kBlockM>, _64, Int<Traits::kDsStages>>{}, make_coord(_0{}, wg, _0{}));
+      };
+      Tensor tPsP = thr_r2s.partition_D(columns(smem.p.data()));     // (CPY, CPY_M, CPY_N, DS_STAGES)
+      Tensor tPsdS = thr_r2s.partition_D(columns(smem.ds.data()));  // (CPY, CPY_M, CPY_N, DS_STAGES)
 
       // LSE (natural log) and D of the query rows: BwdRowArgs as in sm80's mainloop.
       const common::BwdRowArgs& rows = params.rows;
@@ -137,11 +145,14 @@ struct FlashBwdKernel {
       const float* dsum_ptr = rows.dsum + tile.q_offset(params.scheduler.seqlen_q, 1, rows.rows_q, 0, tile.head);
       float* const dq_base = params.grad.dq_accum;
 
-      const BwdBarrier pds_barrier = offset(BwdBarrier::kPdSWG1, wg);
+      // The warpgroup's four warps, or (split dQ) both warpgroups.
+      const BwdBarrier pds_barrier = Traits::kDqSplit ? BwdBarrier::kPdSAll : offset(BwdBarrier::kPdSWG1, wg);
+      constexpr int kPdSThreads = Traits::kDqSplit ? Traits::kMmaThreads : cutlass::NumThreadsPerWarpGroup;
       PipelineState state;  // consumer: stage 0, phase 0
       smem.barrier_kv.wait(0);
       CUTE_NO_UNROLL
       for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
+        const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
         float lse_log2[kRows], dsum[kRows];
         CUTE_UNROLL
         for (int r = 0; r < kRows; ++r) {
@@ -154,7 +165,7 @@ struct FlashBwdKernel {
         Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, _64>{});
         pipeline.consumer_wait(state);
         const int stage = state.index();
-        mainloop.issue_s_dp(stage, wg, acc_s, acc_dp);
+        mainloop.issue_s_dp(stage, acc_s, acc_dp);
         warpgroup_wait<0>();
 
         tile.m_block = m_block;
@@ -167,23 +178,25 @@ struct FlashBwdKernel {
         Tensor ds16 = make_tensor<Element>(acc_dp.layout());
         convert_into(acc_s, p16);
         convert_into(acc_dp, ds16);
-        copy(copy_r2s, thr_r2s.retile_S(p16), tPsP);
-        copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS);
-        // The wgmma below read what the warpgroup's four warps wrote, through the async proxy.
+        copy(copy_r2s, thr_r2s.retile_S(p16), tPsP(_, _, _, ds_stage));
+        copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS(_, _, _, ds_stage));
+        // The wgmma below read what the warps wrote, through the async proxy.
         cutlass::arch::fence_view_async_shared();
-        named_barrier_sync(cutlass::NumThreadsPerWarpGroup, pds_barrier);
+        named_barrier_sync(kPdSThreads, pds_barrier);
 
-        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
-        mainloop.issue_dv_dk(stage, wg, acc_dv, acc_dk);
-        mainloop.issue_dq(wg, make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())), acc_dq);
+        // dQ first: its reductions to global memory go out while dV and dK are computed.
+        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
+        mainloop.issue_dq(smem, wtid, wg, ds_stage, make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())),
+                          acc_dq);
+        mainloop.issue_dv_dk(stage, ds_stage, acc_dv, acc_dk);
+        warpgroup_wait<2>();  // dQ done; dV, dK may still run
+        float* tile_dq = dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head,
+                                                                params.scheduler.seqlen_q, params.scheduler.heads_q,
+                                                                kBlockM, kHeadDim);
+        add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
         warpgroup_wait<0>();
         pipeline.consumer_release(state);
         ++state;
-        add_dq<Traits>(acc_dq,
-                       dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head,
-                                                              params.scheduler.seqlen_q, params.scheduler.heads_q,
-                                                              kBlockM, kHeadDim),
-                       wtid);
       }
     }
     store_dkv<Traits>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid, params.variant.softmax_scale,

@@ -1,10 +1,11 @@
 // src/cuda/sm90/mainloop_bwd.h — the Hopper backward's loads and matrix products.
 //
-// Producer side (one elected thread): K(n) and V(n) once (two (64, HDIM) boxes each, one per
-// consumer warpgroup) onto barrier_kv, then Q(m) and dO(m) for every query block m that sees the
-// key block, through one 2-stage TMA pipeline (both tiles of a step on the stage's barrier).
+// Producer side (one elected thread): K(n) and V(n) once onto barrier_kv, then Q(m) and dO(m) for
+// every query block m that sees the key block, through one 2-stage TMA pipeline (both tiles of a
+// step on the stage's barrier).
 // Consumer side (one warpgroup, its 64 keys): the five products of bwd_kernel_traits.h, issued
-// here and waited for by the kernel (flash_bwd_kernel.h).
+// here and waited for by the kernel (flash_bwd_kernel.h). The operands are the warpgroup's slices
+// (local_tile) of the shared tiles, fixed when the mainloop is constructed.
 // Arguments: common::BwdInputArgs and the sequence sizes; Params: the four TMA descriptors (Q, dO,
 // K, V), built on the host.
 #pragma once
@@ -35,7 +36,6 @@ struct MainloopBwd {
   static constexpr int kStages = Traits::kStages;
   using ShapeQKV = typename Traits::ShapeQKV;
   using StrideQKV = typename Traits::StrideQKV;
-  using Tma = typename Traits::Tma;
   using Pipeline = PipelineTmaAsyncWarpgroupRelease<kStages>;
   using PipelineState = typename Pipeline::PipelineState;
 
@@ -44,7 +44,8 @@ struct MainloopBwd {
     common::SeqArgs seq;
   };
   struct Params {
-    Tma tma_q, tma_do, tma_k, tma_v;
+    typename Traits::TmaQ tma_q, tma_do;
+    typename Traits::TmaKV tma_k, tma_v;
     ShapeQKV shape_q, shape_k;
     int kv_group;
   };
@@ -52,10 +53,10 @@ struct MainloopBwd {
   struct SharedStorage {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;     // (BLK_M, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> dO;    // (BLK_M, HDIM, STAGES)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;     // (64, HDIM, 2)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> v;     // (64, HDIM, 2)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> p;   // (BLK_M, 64, 2)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> ds;  // (BLK_M, 64, 2)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;     // (BLK_N, HDIM)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> v;     // (BLK_N, HDIM)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> p;   // (BLK_M, BLK_N, DS_STAGES)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> ds;  // (BLK_M, BLK_N, DS_STAGES)
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
   };
@@ -70,17 +71,23 @@ struct MainloopBwd {
     const int rows_k = s.seqlen_k > 0 ? s.seqlen_k : 1;
     const ShapeQKV shape_q{rows_q, in.head_dim, s.heads_q, s.batch};
     const ShapeQKV shape_k{rows_k, in.head_dim, heads_kv, s.batch};
-    auto desc = [&](const void* ptr, const ShapeQKV& shape, int64_t row, int64_t head, int64_t batch) {
+    auto gmem = [&](const void* ptr, const ShapeQKV& shape, int64_t row, int64_t head, int64_t batch) {
       const StrideQKV stride{tma_legal_stride(row, get<0>(shape)), _1{}, tma_legal_stride(head, get<2>(shape)),
                              tma_legal_stride(batch, get<3>(shape))};
-      Tensor g = make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);
-      return make_tma_copy(SM90_TMA_LOAD{}, g, take<0, 2>(typename Traits::SmemLayoutQ{}), typename Traits::Tile{},
-                           _1{});
+      return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);
     };
-    return Params{desc(in.q, shape_q, in.q_row_stride, in.q_head_stride, in.q_batch_stride),
-                  desc(in.dout, shape_q, in.do_row_stride, in.do_head_stride, in.do_batch_stride),
-                  desc(in.k, shape_k, in.k_row_stride, in.k_head_stride, in.k_batch_stride),
-                  desc(in.v, shape_k, in.v_row_stride, in.v_head_stride, in.v_batch_stride),
+    auto desc_q = [&](const void* ptr, int64_t row, int64_t head, int64_t batch) {
+      return make_tma_copy(SM90_TMA_LOAD{}, gmem(ptr, shape_q, row, head, batch),
+                           take<0, 2>(typename Traits::SmemLayoutQ{}), typename Traits::TileQ{}, _1{});
+    };
+    auto desc_kv = [&](const void* ptr, int64_t row, int64_t head, int64_t batch) {
+      return make_tma_copy(SM90_TMA_LOAD{}, gmem(ptr, shape_k, row, head, batch), typename Traits::SmemLayoutK{},
+                           typename Traits::TileKV{}, _1{});
+    };
+    return Params{desc_q(in.q, in.q_row_stride, in.q_head_stride, in.q_batch_stride),
+                  desc_q(in.dout, in.do_row_stride, in.do_head_stride, in.do_batch_stride),
+                  desc_kv(in.k, in.k_row_stride, in.k_head_stride, in.k_batch_stride),
+                  desc_kv(in.v, in.v_row_stride, in.v_head_stride, in.v_batch_stride),
                   shape_q,
                   shape_k,
                   in.kv_group};
@@ -101,12 +108,12 @@ struct MainloopBwd {
     Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{});
     Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutK{});
     const int head_kv = t.head / p.kv_group;
-    using TileT = typename Traits::Tile;
-    // Global tiles of 64 rows: (64, HDIM, tiles).
-    Tensor gQ = local_tile(p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileT{}, make_coord(_, _0{}));
-    Tensor gdO = local_tile(p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileT{}, make_coord(_, _0{}));
-    Tensor gK = local_tile(p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileT{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileT{}, make_coord(_, _0{}));
+    using TileQ = typename Traits::TileQ;
+    using TileKV = typename Traits::TileKV;
+    Tensor gQ = local_tile(p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
+    Tensor gdO = local_tile(p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
+    Tensor gK = local_tile(p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{}, make_coord(n_block, _0{}));
+    Tensor gV = local_tile(p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{}, make_coord(n_block, _0{}));
     auto [tQg, tQs] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
     auto [tdOg, tdOs] = tma_partition(p.tma_do, _0{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
     auto [tKg, tKs] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
@@ -114,13 +121,10 @@ struct MainloopBwd {
 
     // Rows past the sequence and columns past head_dim arrive as zeros (the byte count is the
     // whole box's either way): S, dP and their products see exact zeros there.
-    smem.barrier_kv.arrive_and_expect_tx(4 * Traits::kTmaBytesTile);
+    smem.barrier_kv.arrive_and_expect_tx(2 * Traits::kTmaBytesKV);
     uint64_t& kv = reinterpret_cast<uint64_t&>(smem.barrier_kv);
-    CUTE_UNROLL
-    for (int w = 0; w < Traits::kMmaWarpGroups; ++w) {
-      copy(p.tma_k.with(kv, 0), tKg(_, 2 * n_block + w), tKs(_, w));
-      copy(p.tma_v.with(kv, 0), tVg(_, 2 * n_block + w), tVs(_, w));
-    }
+    copy(p.tma_k.with(kv, 0), tKg, tKs);
+    copy(p.tma_v.with(kv, 0), tVg, tVs);
     PipelineState state = cutlass::make_producer_start_state<Pipeline>();
     // Not unrolled: the producer lives on 24 registers (setmaxnreg); see mainloop_fwd.h.
     CUTE_NO_UNROLL
@@ -138,44 +142,68 @@ struct MainloopBwd {
   typename Traits::TiledMmadKV mma_dkv;
   typename Traits::TiledMmadQ mma_dq;
   template <typename Layout>
-  using Smem = decltype(make_tensor(make_smem_ptr(static_cast<Element*>(nullptr)), Layout{}));
-  decltype(mma_sdp.get_thread_slice(0).partition_fragment_A(Smem<typename Traits::SmemLayoutQ>{})) tSrQ, tSrdO;
-  decltype(mma_sdp.get_thread_slice(0).partition_fragment_B(Smem<typename Traits::SmemLayoutK>{})) tSrK, tSrV;
-  decltype(mma_dkv.get_thread_slice(0).partition_fragment_A(Smem<typename Traits::SmemLayoutPdSt>{})) tDrPt, tDrdSt;
-  decltype(mma_dkv.get_thread_slice(0).partition_fragment_B(Smem<typename Traits::SmemLayoutQt>{})) tDrdOt, tDrQt;
-  decltype(mma_dq.get_thread_slice(0).partition_fragment_B(Smem<typename Traits::SmemLayoutKt>{})) tQrKt;
+  CUTE_HOST_DEVICE static auto smem_tensor(Element* ptr) {
+    return make_tensor(make_smem_ptr(ptr), Layout{});
+  }
+  // The warpgroup's 64 rows (K, V) or 64 columns (P, dS and their transposes) of a tile.
+  template <typename TensorT>
+  CUTE_HOST_DEVICE static auto keys_of(TensorT&& t, int wg) {
+    return local_tile(t, Shape<_64, Int<Traits::kHeadDim>>{}, make_coord(wg, _0{}));
+  }
+  template <typename TensorT>
+  CUTE_HOST_DEVICE static auto key_rows(TensorT&& t, int wg) {  // (BLK_N, BLK_M, STAGES) -> (64, BLK_M, STAGES)
+    return local_tile(t, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{}));
+  }
+  using Sm = Element*;
+  decltype(mma_sdp.get_thread_slice(0).partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(Sm{}))) tSrQ,
+      tSrdO;
+  decltype(mma_sdp.get_thread_slice(0).partition_fragment_B(
+      keys_of(smem_tensor<typename Traits::SmemLayoutK>(Sm{}), 0))) tSrK, tSrV;
+  decltype(mma_dkv.get_thread_slice(0).partition_fragment_A(
+      key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(Sm{}), 0))) tDrPt, tDrdSt;
+  decltype(mma_dkv.get_thread_slice(0).partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(Sm{}))) tDrdOt,
+      tDrQt;
 
-  CUTE_DEVICE MainloopBwd(SharedStorage& smem, int wtid) {
+  CUTE_DEVICE MainloopBwd(SharedStorage& smem, int wtid, int wg) {
     auto sdp = mma_sdp.get_thread_slice(wtid);
     auto dkv = mma_dkv.get_thread_slice(wtid);
-    tSrQ = sdp.partition_fragment_A(make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{}));
-    tSrdO = sdp.partition_fragment_A(make_tensor(make_smem_ptr(smem.dO.data()), typename Traits::SmemLayoutQ{}));
-    tSrK = sdp.partition_fragment_B(make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{}));
-    tSrV = sdp.partition_fragment_B(make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutK{}));
-    tDrPt = dkv.partition_fragment_A(make_tensor(make_smem_ptr(smem.p.data()), typename Traits::SmemLayoutPdSt{}));
-    tDrdSt = dkv.partition_fragment_A(make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutPdSt{}));
-    tDrdOt = dkv.partition_fragment_B(make_tensor(make_smem_ptr(smem.dO.data()), typename Traits::SmemLayoutQt{}));
-    tDrQt = dkv.partition_fragment_B(make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQt{}));
-    tQrKt = mma_dq.get_thread_slice(wtid).partition_fragment_B(
-        make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutKt{}));
+    tSrQ = sdp.partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(smem.q.data()));
+    tSrdO = sdp.partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(smem.dO.data()));
+    tSrK = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.k.data()), wg));
+    tSrV = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.v.data()), wg));
+    tDrPt = dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.p.data()), wg));
+    tDrdSt = dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.ds.data()), wg));
+    tDrdOt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.dO.data()));
+    tDrQt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.q.data()));
   }
 
   // S = Q(stage)·K_wᵀ and dP = dO(stage)·V_wᵀ: two batches, issued (the caller waits).
   template <typename Acc>
-  CUTE_DEVICE void issue_s_dp(int stage, int wg, Acc& acc_s, Acc& acc_dp) {
-    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_sdp, tSrQ(_, _, _, stage), tSrK(_, _, _, wg), acc_s);
-    gemm_issue<true, false>(mma_sdp, tSrdO(_, _, _, stage), tSrV(_, _, _, wg), acc_dp);
+  CUTE_DEVICE void issue_s_dp(int stage, Acc& acc_s, Acc& acc_dp) {
+    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_sdp, tSrQ(_, _, _, stage), tSrK, acc_s);
+    gemm_issue<true, false>(mma_sdp, tSrdO(_, _, _, stage), tSrV, acc_dp);
   }
   // dV += P_wᵀ·dO(stage) and dK += dS_wᵀ·Q(stage), from the P and dS tiles in shared memory.
   template <typename Acc>
-  CUTE_DEVICE void issue_dv_dk(int stage, int wg, Acc& acc_dv, Acc& acc_dk) {
-    gemm_issue<false, false>(mma_dkv, tDrPt(_, _, _, wg), tDrdOt(_, _, _, stage), acc_dv);
-    gemm_issue<false, false>(mma_dkv, tDrdSt(_, _, _, wg), tDrQt(_, _, _, stage), acc_dk);
+  CUTE_DEVICE void issue_dv_dk(int stage, int ds_stage, Acc& acc_dv, Acc& acc_dk) {
+    gemm_issue<false, false>(mma_dkv, tDrPt(_, _, _, ds_stage), tDrdOt(_, _, _, stage), acc_dv);
+    gemm_issue<false, false>(mma_dkv, tDrdSt(_, _, _, ds_stage), tDrQt(_, _, _, stage), acc_dk);
   }
-  // dQ_w = dS_w·K_w, dS from registers (the A-operand view of its 16-bit copy).
+  // kDqSplit: dQ[:, half wg] = dS (all 128 keys, smem)·K[:, half wg] (SS). Else dQ_w = dS_w·K_w,
+  // dS_w from registers: `ds` is the A-operand view of its 16-bit copy (RS).
   template <typename FragDs, typename Acc>
-  CUTE_DEVICE void issue_dq(int wg, FragDs const& ds, Acc& acc_dq) {
-    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/true>(mma_dq, ds, tQrKt(_, _, _, wg), acc_dq);
+  CUTE_DEVICE void issue_dq(SharedStorage& smem, int wtid, int wg, int ds_stage, FragDs const& ds, Acc& acc_dq) {
+    Tensor sKt = smem_tensor<typename Traits::SmemLayoutKt>(smem.k.data());  // (HDIM, BLK_N)
+    auto thr = mma_dq.get_thread_slice(wtid);
+    if constexpr (Traits::kDqSplit) {
+      Tensor sdS = smem_tensor<typename Traits::SmemLayoutPdS>(smem.ds.data())(_, _, ds_stage);  // (BLK_M, BLK_N)
+      Tensor sKtw = local_tile(sKt, Shape<Int<Traits::kDqCols>, Int<Traits::kBlockN>>{}, make_coord(wg, _0{}));
+      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_dq, thr.partition_fragment_A(sdS),
+                                                               thr.partition_fragment_B(sKtw), acc_dq);
+    } else {
+      Tensor sKtw = local_tile(sKt, Shape<Int<kHeadDim>, _64>{}, make_coord(_0{}, wg));  // (HDIM, 64 keys)
+      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/true>(mma_dq, ds, thr.partition_fragment_B(sKtw), acc_dq);
+    }
   }
 };
 

@@ -70,6 +70,7 @@ enum class FwdBarrier : uint32_t {
 enum class BwdBarrier : uint32_t {
   kPdSWG1 = 0,  // warpgroup 1's four warps wrote P and dS to shared memory: its wgmma may read them
   kPdSWG2 = 1,
+  kPdSAll = 2,  // both warpgroups wrote theirs (the split dQ reads all 128 keys' dS)
 };
 
 template <typename Id>
