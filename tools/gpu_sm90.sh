@@ -13,7 +13,7 @@
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
-#     grid      python -m flashlab.bench, forward, over the grid (GRID_IMPLS; FA4 where
+#     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     bwd       the Hopper backward: a checked CLI smoke per bucket (under a timeout), then
@@ -93,7 +93,7 @@ if has python; then
   grep -E "^FAILED|passed|failed|rc " "$OUT/torch_tests.txt" | tail -12
 fi
 if has grid; then
-  py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes fwd \
+  py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes ${GRID_PASSES:-fwd} \
     --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" --out "$OUT/grid" \
     > "$OUT/grid.txt" 2>&1; echo "grid rc $?" >> "$OUT/grid.txt")
   tail -45 "$OUT/grid.txt"
