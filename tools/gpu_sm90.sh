@@ -21,9 +21,8 @@
 #               about 40 % run on cuda_sm90, the rest are left to cuda_sm80), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
-#     ablation  hdims 64, 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
-#               16k, causal and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all),
-#               and hdim 64 with FLASHLAB_SM90_TILE=192x128 (the three-warpgroup tile)
+#     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
+#               16k, causal and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PHASES=${1:-rebuild,sweep,sanitize,bench}
@@ -100,7 +99,7 @@ if has grid; then
 fi
 if has ablation; then
   # Python-side timing (the CLI needs OpenBLAS, which does not fit beside FA4 in one transfer).
-  HEAD_DIMS="64;128" DTYPES=bf16 BUILD_DIR=/tmp/flashlab-ablation DEST=/tmp/ablation-lib \
+  HEAD_DIMS=128 DTYPES=bf16 BUILD_DIR=/tmp/flashlab-ablation DEST=/tmp/ablation-lib \
     CUDAFLAGS=-DFLASHLAB_SM90_ABLATION bash tools/device_rebuild.sh 2>&1 | tail -3 | tee "$OUT/ablation.txt"
   cp /tmp/ablation-lib/libflashlab.so build-carry/lib/libflashlab.so
   py_setup
@@ -108,11 +107,6 @@ if has ablation; then
     (cd /tmp && FLASHLAB_SM90_STAGES=$st timeout 120 python3 -m flashlab.bench --passes fwd --hdims 128 \
       --seqlens 16384 --impls flashlab:cuda_sm90 --out "$OUT/ablation_$st" > "$OUT/ablation_$st.txt" 2>&1)
     echo "stage $st:" | tee -a "$OUT/ablation.txt"; grep "cuda_sm90" "$OUT/ablation_$st.txt" | tee -a "$OUT/ablation.txt"
-  done
-  for tile in default 192x128; do  # hdim 64 tile candidates
-    (cd /tmp && FLASHLAB_SM90_TILE=$tile timeout 120 python3 -m flashlab.bench --passes fwd --hdims 64 \
-      --seqlens 512,2048,16384 --impls flashlab:cuda_sm90 --out "$OUT/tile64_$tile" > "$OUT/tile64_$tile.txt" 2>&1)
-    echo "hdim 64 tile $tile:" | tee -a "$OUT/ablation.txt"; grep "| fwd" "$OUT/tile64_$tile.txt" | tee -a "$OUT/ablation.txt"
   done
 fi
 if has bwd; then

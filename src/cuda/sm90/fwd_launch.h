@@ -61,15 +61,6 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
     return launch_fwd<FwdKernel<Traits, Stages<true, true, false>>>(args, s);
   if (stages != nullptr && std::strcmp(stages, "overlap") == 0)
     return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
-  // Tile candidates (not yet measured): FLASHLAB_SM90_TILE=192x128 at hdim 64, FlashAttention-3's
-  // three-consumer-warpgroup tile (ptxas: 128 registers at entry, 32 / 160 after setmaxnreg, no
-  // spill). 128 x 176 at hdim 128 is not offered: ptxas does not inline the variant's mask code
-  // at that width (C7510, a call inside the wgmma pipeline) and spills.
-  const char* tile = std::getenv("FLASHLAB_SM90_TILE");
-  if constexpr (kHeadDim == 64) {
-    if (tile != nullptr && std::strcmp(tile, "192x128") == 0)
-      return launch_fwd<FwdKernel<FwdTraits<64, 192, 128, 2, Element>>>(args, s);
-  }
 #endif
   return launch_fwd<FwdKernel<Traits>>(args, static_cast<cudaStream_t>(stream));
 }

@@ -5,20 +5,22 @@
 //   registers      a consumer thread holds S (64·N/128 fp32), P (half as many registers: 16-bit)
 //                  and O (64·D/128 fp32) at once under the overlap, within 240 (setmaxnreg)
 //   wgmma          N of Q·Kᵀ is kBlockN (a multiple of 16: P·V consumes 16 keys per k-step)
-// First choice: FlashAttention-3's causal column (kBlockM 128 = 2 consumer warpgroups everywhere;
-// its 3-warpgroup 192-row tiles for small head dims are not tried yet):
+// FlashAttention-3's causal column (kBlockM 128 = 2 consumer warpgroups), and its 192-row tile
+// with 3 consumer warpgroups (setmaxnreg 32 / 160) at hdim 64:
 //   D      M x N      smem (Q + K + V)        regs S + P + O
 //   32     128 x 128  8 + 16 + 16 = 40 KiB     64 + 32 + 16
-//   64     128 x 128  16 + 32 + 32 = 80 KiB    64 + 32 + 32
+//   64     192 x 128  24 + 32 + 32 = 88 KiB    64 + 32 + 32
 //   96     128 x 128  24 + 48 + 48 = 120 KiB   64 + 32 + 48
 //   128    128 x 128  32 + 64 + 64 = 160 KiB   64 + 32 + 64
 //   192    128 x 112  48 + 84 + 84 = 216 KiB   56 + 28 + 96
 //   256    128 x 80   64 + 80 + 80 = 224 KiB   40 + 20 + 128
 // ptxas (nvcc 13.0, sm_90a, -DNDEBUG): every bucket 0 spills, no C75xx, 168 registers at entry
 // (24 producer / 240 consumer after setmaxnreg). Speed on the H100 (docs/perf.md, "Hopper
-// forward"): 16k non-causal 451 / 588 / 662 TFLOP/s at hdim 64 / 128 / 256. Not tried yet:
-// FlashAttention-3's 128 x 176 (hdim 128, non-causal) and 192 x 128 with 3 consumer warpgroups
-// (hdim 64), where FlashAttention-4 leads by 10-20 %.
+// forward"): 16k non-causal 451 / 588 / 662 TFLOP/s at hdim 64 / 128 / 256 with 128 x 128 at 64.
+// hdim 64, 192 x 128 against 128 x 128 (H100, 2026-11-24, python -m flashlab.bench, one process):
+// 16k 531 vs 456 (causal 489 vs 457), 2k 415 vs 407 (340 vs 319), 512 270 vs 275 (144 vs 145).
+// Not tried yet: FlashAttention-3's 128 x 176 (hdim 128, non-causal): ptxas does not inline the
+// variant's mask code at that width (C7510) and spills.
 #pragma once
 
 namespace flashlab {
@@ -31,8 +33,11 @@ struct FwdTileSize {
 };
 
 constexpr FwdTileSize fwd_tile_size(int head_dim) {
-  return head_dim <= 128 ? FwdTileSize{128, 128, 2} : head_dim <= 192 ? FwdTileSize{128, 112, 2}
-                                                                      : FwdTileSize{128, 80, 2};
+  return head_dim <= 32    ? FwdTileSize{128, 128, 2}
+         : head_dim <= 64  ? FwdTileSize{192, 128, 2}
+         : head_dim <= 128 ? FwdTileSize{128, 128, 2}
+         : head_dim <= 192 ? FwdTileSize{128, 112, 2}
+                           : FwdTileSize{128, 80, 2};
 }
 
 }  // namespace sm90
