@@ -16,7 +16,7 @@
 #     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
-#     bwd       the Hopper backward: a checked CLI smoke per bucket (under a timeout), then
+#     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations, default 2500:
 #               about 40 % run on cuda_sm90, the rest are left to cuda_sm80), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
@@ -41,14 +41,20 @@ if has rebuild; then
   xz -T0 -c build-carry/lib/libflashlab.so > "$OUT/libflashlab.so.xz"
 fi
 rm -f "$BIN/libflashlab.so"
-if has sweep; then
-  # Smoke first: one small call per head-dim bucket through the CLI (checked against the reference),
-  # each under a timeout (an mbarrier phase bug hangs instead of failing).
-  for d in 64 128 256; do
-    timeout 30 "$BIN/flashlab" bench --impl cuda_sm90 --batch 1 --heads 2 --seqlen 300 --head-dim $d --causal \
-      --no-sgemm --iters 1 --quiet > "$OUT/smoke_$d.txt" 2>&1
-    echo "smoke hdim $d rc $?" | tee -a "$OUT/smoke.txt"
+# Smoke: one small call per head-dim bucket through the CLI (checked against the reference), each
+# under a timeout (an mbarrier phase bug hangs instead of failing).
+#   smoke NAME TIMEOUT "DIMS" [extra flags]   -> $OUT/NAME_<d>.txt, a line per bucket in $OUT/NAME.txt
+smoke() {
+  local name=$1 limit=$2 dims=$3
+  shift 3
+  for d in $dims; do
+    timeout "$limit" "$BIN/flashlab" bench --impl cuda_sm90 --batch 1 --heads 2 --seqlen 300 --head-dim $d \
+      --causal --no-sgemm --iters 1 --quiet "$@" > "$OUT/${name}_$d.txt" 2>&1
+    echo "$name hdim $d rc $?" | tee -a "$OUT/$name.txt"
   done
+}
+if has sweep; then
+  smoke smoke 30 "64 128 256"
   FLASHLAB_SM80_SWEEP=${SWEEP:-1000} timeout ${SWEEP_TIMEOUT:-420} "$BIN/test_cuda_forward" \
     --gtest_filter="${SWEEP_FILTER:-*}" > "$OUT/sweep.txt" 2>&1
   echo "sweep rc $?" >> "$OUT/sweep.txt"
@@ -110,11 +116,7 @@ if has ablation; then
   done
 fi
 if has bwd; then
-  for d in 64 128; do
-    timeout 60 "$BIN/flashlab" bench --impl cuda_sm90 --batch 1 --heads 2 --seqlen 300 --head-dim $d --causal \
-      --backward --no-sgemm --iters 1 --quiet > "$OUT/bwd_smoke_$d.txt" 2>&1
-    echo "bwd smoke hdim $d rc $?" | tee -a "$OUT/bwd_smoke.txt"
-  done
+  smoke bwd_smoke 60 "96 128" --backward
   FLASHLAB_SM80_BWD_SWEEP=${BWD_SWEEP:-2500} timeout ${SWEEP_TIMEOUT:-420} "$BIN/test_cuda_backward" \
     --gtest_filter="${BWD_FILTER:-*/cuda_sm90}" > "$OUT/bwd_sweep.txt" 2>&1
   echo "bwd sweep rc $?" >> "$OUT/bwd_sweep.txt"
