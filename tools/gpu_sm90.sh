@@ -17,8 +17,8 @@
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
-#               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations, default 2500:
-#               about 40 % run on cuda_sm90, the rest are left to cuda_sm80), Workspace, Determinism
+#               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
+#               default 1000; the ones it leaves to cuda_sm80 are drawn on top), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
 #     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
@@ -117,7 +117,8 @@ if has ablation; then
 fi
 if has bwd; then
   smoke bwd_smoke 60 "96 128" --backward
-  FLASHLAB_SM80_BWD_SWEEP=${BWD_SWEEP:-2500} timeout ${SWEEP_TIMEOUT:-420} "$BIN/test_cuda_backward" \
+  FLASHLAB_SM80_BWD_SWEEP=${BWD_SWEEP:-1000} FLASHLAB_SM80_BWD_SWEEP_RUN=1 timeout ${SWEEP_TIMEOUT:-420} \
+    "$BIN/test_cuda_backward" \
     --gtest_filter="${BWD_FILTER:-*/cuda_sm90}" > "$OUT/bwd_sweep.txt" 2>&1
   echo "bwd sweep rc $?" >> "$OUT/bwd_sweep.txt"
   grep -E "sweep|FAILED|PASSED|rc |Failure" "$OUT/bwd_sweep.txt" | head -30

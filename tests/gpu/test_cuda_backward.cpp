@@ -3,7 +3,8 @@
 // CUDA implementation this build compiled (production_cuda_impls(): cuda_sm80, later cuda_sm90),
 // as Impls/CudaBackwardImpl.<test>/<impl>; the others are about cuda_sm80 or need no GPU.
 //
-//   Sweep            a randomized sweep (FLASHLAB_SM80_BWD_SWEEP configurations, default 1000; seed
+//   Sweep            a randomized sweep (FLASHLAB_SM80_BWD_SWEEP configurations, default 1000, drawn;
+//                    with FLASHLAB_SM80_BWD_SWEEP_RUN=1, run by the implementation; seed
 //                    FLASHLAB_SM80_BWD_SEED) over dtype, head dims (buckets and multiples of 8
 //                    between), seqlens 1..4224 with seqlen_q != seqlen_k both ways, GQA 1/2/8 and
 //                    MQA, causal in both alignments, windows, softcap, ALiBi, dropout, varlen with
@@ -469,27 +470,38 @@ TEST_P(CudaBackwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_BWD_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_BWD_SEED", 2025)));
+  // FLASHLAB_SM80_BWD_SWEEP_RUN=1: n counts the configurations the implementation runs; the cases
+  // it leaves to another implementation (or that are not built) are drawn on top, up to 20 n draws.
+  const bool count_run = env_int("FLASHLAB_SM80_BWD_SWEEP_RUN", 0) != 0;
   int ran = 0, skipped = 0, routed = 0, failed = 0;
   double worst = 0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; count_run ? (ran < n && i < 20 * n) : i < n; ++i) {
     const SweepCase c = random_case(rng, env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30));
     Problem pb(c.spec);
     const std::string what = "case " + std::to_string(i) + ": " + pb.spec.describe() +
                              (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale)) +
                              (c.deterministic ? " deterministic" : "");
+    {
+      // Whether the implementation takes the call, asked before the (costly) reference forward.
+      DeviceProblem probe;
+      const Status up = probe.init(&pb);
+      ASSERT_TRUE(up.ok()) << up.to_string();
+      const Status st = flashlab::validate_backward(backward_params(probe, GetParam(), c.scale, c.deterministic,
+                                                                    nullptr));
+      if (not_built(st)) {
+        ++skipped;
+        continue;
+      }
+      if (routed_elsewhere(st)) {  // a feature this implementation leaves to cuda_sm80 (auto picks it)
+        ++routed;
+        continue;
+      }
+    }
     reference_forward_into(pb, c.scale);
     DeviceProblem dev;
     const Status up = dev.init(&pb);
     ASSERT_TRUE(up.ok()) << up.to_string();
     const Status st = run_backward(dev, GetParam(), c.scale, c.deterministic);
-    if (not_built(st)) {
-      ++skipped;
-      continue;
-    }
-    if (routed_elsewhere(st)) {  // a feature this implementation leaves to cuda_sm80 (auto picks it)
-      ++routed;
-      continue;
-    }
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ++ran;
     const Problem exact = exact_backward(pb, c.scale);
