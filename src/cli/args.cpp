@@ -187,11 +187,47 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
       {"--check", false, flag(&o->force_check)},
       {"--no-check", false, flag(&o->no_check)},
       {"--no-sgemm", false, flag(&o->no_sgemm)},
+      {"--decode", false, flag(&o->decode)},
+      {"--cache-len", true, int_opt(&o->cache_len)},
+      {"--page-size", true, int_opt(&o->page_size)},
       {"--json", false, flag(&o->json)},
       {"--quiet", false, flag(&o->quiet)},
       {"--help", false, flag(&o->help)},
       {"-h", false, flag(&o->help)},
   };
+}
+
+bool was_given(const BenchOptions& o, const char* name) {
+  for (const std::string& g : o.given)
+    if (g == name) return true;
+  return false;
+}
+
+// Decode mode times attention_with_kvcache on a full cache: the options of the training shape
+// (masks, varlen, backward, the sgemm peer) have no meaning there and are refused by name rather
+// than silently ignored. Without --decode the cache options are refused the same way.
+Status check_decode_options(BenchOptions* o) {
+  static const char* const kDecodeOptions[] = {
+      "--decode", "--cache-len", "--page-size", "--batch", "--heads",  "--heads-kv", "--head-dim",
+      "--seqlen", "--seqlen-q",  "--dtype",     "--impl",  "--warmup", "--iters",    "--threads",
+      "--seed",   "--tol",       "--no-check",  "--json",  "--quiet",  "--help",     "-h"};
+  if (!o->decode) {
+    for (const char* name : {"--cache-len", "--page-size"})
+      if (was_given(*o, name)) return Status::Invalid(std::string(name) + " needs --decode");
+    return Status::Ok();
+  }
+  for (const std::string& g : o->given) {
+    bool ok = false;
+    for (const char* name : kDecodeOptions) ok = ok || g == name;
+    if (!ok)
+      return Status::Invalid(g + " does not apply to --decode (decode mode times the forward of "
+                                 "attention_with_kvcache on a full cache; see flashlab bench --help)");
+  }
+  // In decode mode --seqlen / --seqlen-q count the queries per sequence (default 1: one token).
+  if (!was_given(*o, "--seqlen") && !was_given(*o, "--seqlen-q")) o->seqlen_q = 1;
+  o->seqlen_k = o->cache_len;
+  o->backward = false;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -228,7 +264,9 @@ Status parse_bench_args(int argc, char** argv, int first, BenchOptions* out) {
       return Status::Invalid(arg + " takes no value");
     }
     FLASHLAB_RETURN_IF_ERROR(spec->apply(arg, value));
+    o.given.push_back(arg);
   }
+  FLASHLAB_RETURN_IF_ERROR(check_decode_options(&o));
   if (o.heads_kv < 0) o.heads_kv = o.heads;
   if (!o.varlen_k.empty() && o.varlen_q.empty())
     return Status::Invalid("--varlen-k needs --varlen (the query lengths)");
@@ -281,6 +319,13 @@ what to run:
   --no-check           time only: skip the reference (outputs are still checked for NaN and
                        unwritten elements); for performance sweeps whose shapes the tests cover
   --no-sgemm           skip the OpenBLAS sgemm peer row
+decode mode (attention_with_kvcache, reports TB/s of K/V read; docs/cli.md):
+  --decode             time attention against a KV cache filled to --cache-len for every sequence;
+                       accepts the shape options (--seqlen = queries per sequence, default 1),
+                       --dtype, --impl, --warmup, --iters, --threads, --seed, --tol, --no-check,
+                       --json, --quiet; CPU implementations only for now
+  --cache-len L        cached keys per sequence (default 4096)
+  --page-size P        0 = contiguous cache (default), P > 0 = paged cache, shuffled page table
 output:
   --json               one JSON document on stdout instead of the table
   --quiet              no progress lines on stderr

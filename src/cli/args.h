@@ -53,10 +53,17 @@ struct BenchOptions {
   double tol_rel_l2 = -1;
   double tol_max_abs = -1;
 
+  // --- decode mode (--decode: attention_with_kvcache against a full cache; src/cli/decode.h)
+  bool decode = false;
+  int64_t cache_len = 4096;  // keys per sequence, every sequence filled to it
+  int64_t page_size = 0;     // 0: contiguous cache; > 0: paged, a shuffled page table
+
   // --- output
   bool json = false;
   bool quiet = false;
   bool help = false;
+
+  std::vector<std::string> given;  // the options on the command line, in order (decode checks them)
 };
 
 // Parses argv[first..argc) into *out. Returns an InvalidArgument Status naming the option on error.

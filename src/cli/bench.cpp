@@ -12,6 +12,7 @@
 
 #include "cli/bench_setup.h"
 #include "cli/commands.h"
+#include "cli/decode.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/runner.h"
@@ -40,14 +41,9 @@ bool BenchReport::all_passed() const {
 }
 
 namespace {
-
-// Without --iters, a row stops timing once it has spent this long (at least one iteration), and a
-// check run slower than this is its only timed sample: the float64 reference at 1k x 1k takes
-// seconds per call and the default run must stay well under a minute on two cores.
-constexpr double kTimeBudgetS = 2.0;
-
 // A timing whose slowest run is this many times its fastest is noise, not a measurement.
 constexpr double kMaxSpread = 1.5;
+}  // namespace
 
 // A note when the timed runs spread widely, with what usually steadies them: one thread for a
 // tiny CPU shape (thread start-up and wake-ups dominate a run under a millisecond), otherwise more
@@ -69,6 +65,13 @@ void note_spread(const std::string& who, const std::vector<double>& ms, bool cpu
   fix += "more runs (--iters N), or a machine with fewer other processes running";
   notes->push_back(fix);
 }
+
+namespace {
+
+// Without --iters, a row stops timing once it has spent this long (at least one iteration), and a
+// check run slower than this is its only timed sample: the float64 reference at 1k x 1k takes
+// seconds per call and the default run must stay well under a minute on two cores.
+constexpr double kTimeBudgetS = 2.0;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -433,6 +436,20 @@ int bench_main(int argc, char** argv, int first) {
   if (o.help) {
     std::fputs(bench_usage(), stdout);
     return 0;
+  }
+  if (o.decode) {
+    DecodeReport report;
+    st = run_decode(o, &report);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+      return 2;
+    }
+    if (o.json) {
+      print_decode_json(report, std::cout);
+    } else {
+      print_decode_table(report, std::cout);
+    }
+    return report.all_passed() ? 0 : 1;
   }
   BenchReport report;
   st = run_bench(o, &report);

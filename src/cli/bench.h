@@ -56,6 +56,11 @@ struct BenchReport {
   bool all_passed() const;
 };
 
+// Adds a note to *notes when the timed runs `ms` of `who` spread widely (max/min > 1.5), with what
+// usually steadies them (one thread for a tiny CPU shape, more runs). Shared with decode mode.
+void note_spread(const std::string& who, const std::vector<double>& ms, bool cpu, int threads,
+                 std::vector<std::string>* notes);
+
 // Runs the benchmark. A non-OK Status means the run could not start (bad arguments, invalid shape,
 // out of memory): nothing was measured. Implementation failures are rows, not errors.
 Status run_bench(const BenchOptions& options, BenchReport* report);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/bench_setup.h"
+#include "cli/decode.h"
 
 namespace flashlab {
 namespace cli {
@@ -226,6 +227,121 @@ void print_json(const BenchReport& r, std::ostream& os) {
     os << "null";
   }
   os << ",\n  \"all_passed\": " << jbool(r.all_passed()) << "\n}\n";
+}
+
+// ---- decode mode (`flashlab bench --decode`)
+
+namespace {
+std::string decode_shape(const BenchOptions& o, const DecodeReport& r) {
+  std::string s = "b" + std::to_string(o.batch) + " sq" + std::to_string(o.seqlen_q) + " cache " +
+                  std::to_string(o.cache_len) + " hq" + std::to_string(o.heads) + " hkv" +
+                  std::to_string(o.heads_kv) + " d" + std::to_string(o.head_dim) + " " +
+                  to_string(o.dtype);
+  if (o.page_size > 0)
+    return s + " paged(page " + std::to_string(o.page_size) + ", " + std::to_string(r.num_pages) +
+           " pages, shuffled)";
+  return s + " contiguous";
+}
+void decode_errors(const DecodeRow& row, double* max_abs, double* rel_l2, double* lse) {
+  *max_abs = *rel_l2 = *lse = std::nan("");
+  for (const TensorCheck& c : row.checks) {
+    if (c.name == "lse") {
+      *lse = c.err.max_abs;
+    } else {
+      *max_abs = c.err.max_abs;
+      if (c.rel_l2_applies) *rel_l2 = c.err.rel_l2;
+    }
+  }
+}
+bool decode_timed(const DecodeRow& r) {
+  return r.status != RowStatus::kError && r.status != RowStatus::kSkipped && !r.ms.empty();
+}
+}  // namespace
+
+void print_decode_table(const DecodeReport& r, std::ostream& os) {
+  const BenchOptions& o = r.options;
+  os << "flashlab bench --decode: " << decode_shape(o, r) << " | threads " << r.threads
+     << " | warmup " << o.warmup << ", iters " << o.iters << "\n";
+  os << "work: K and V read once = " << fmt("%.4g", r.kv_bytes / 1e6)
+     << " MB per call (batch x cache_len x heads_kv x head_dim x 2 x " << dtype_size(o.dtype)
+     << " bytes); TB/s = that / median time\n";
+  if (r.reference_checked)
+    os << "check: against attention_forward (impl reference, float64) on the same keys gathered "
+          "dense; PASS if "
+       << r.tol.describe() << "\n";
+  os << "\n";
+  std::vector<std::vector<std::string>> cells = {
+      {"impl", "pass", "device", "check", "ms", "n", "TB/s", "max_abs", "rel_l2", "lse_err"}};
+  for (const DecodeRow& row : r.rows) {
+    double max_abs, rel_l2, lse;
+    decode_errors(row, &max_abs, &rel_l2, &lse);
+    const bool timed = decode_timed(row);
+    cells.push_back({row.impl, "decode", to_string(row.device), to_string(row.status),
+                     timed ? fmt("%.3f", row.median_ms) : "-",
+                     timed ? std::to_string(row.ms.size()) : "-", timed ? fmt_sig(row.tb_per_s) : "-",
+                     fmt_err(max_abs), fmt_err(rel_l2), fmt_err(lse)});
+  }
+  print_grid(cells, os);
+  os << "\n";
+  for (const std::string& note : r.notes) os << "note: " << note << "\n";
+  int failures = 0;
+  for (const DecodeRow& row : r.rows) {
+    const std::string who = row.impl + " decode";
+    if (!row.message.empty()) os << who << ": " << row.message << "\n";
+    if (row.status != RowStatus::kFail) {
+      failures += counts_as_failure(row.status);
+      continue;
+    }
+    ++failures;
+    for (const TensorCheck& c : row.checks)
+      if (!c.pass) os << who << " FAIL " << describe_failure(c, r.tol) << "\n";
+  }
+  if (failures) {
+    os << failures << " row(s) FAILED\n";
+  } else {
+    os << (r.reference_checked ? "all checks passed\n"
+                               : "no failures, but nothing was compared with the reference\n");
+  }
+}
+
+void print_decode_json(const DecodeReport& r, std::ostream& os) {
+  const BenchOptions& o = r.options;
+  os << "{\n  \"tool\": \"flashlab bench --decode\",\n  \"version\": " << jstr(build_info().version)
+     << ",\n";
+  os << "  \"config\": {\"batch\": " << o.batch << ", \"seqlen_q\": " << o.seqlen_q
+     << ", \"cache_len\": " << o.cache_len << ", \"page_size\": " << o.page_size
+     << ", \"num_pages\": " << r.num_pages << ", \"heads_q\": " << o.heads
+     << ", \"heads_kv\": " << o.heads_kv << ", \"head_dim\": " << o.head_dim
+     << ", \"dtype\": " << jstr(to_string(o.dtype)) << ", \"seed\": " << o.seed
+     << ", \"threads\": " << r.threads << ", \"warmup\": " << o.warmup << ", \"iters\": " << o.iters
+     << "},\n";
+  os << "  \"kv_bytes\": " << jnum(r.kv_bytes) << ",\n";
+  os << "  \"tolerance\": {\"rel_l2\": " << jnum(r.tol.rel_l2) << ", \"max_abs\": "
+     << jnum(r.tol.max_abs) << ", \"max_abs_scaled_by\": \"max(1, max|ref|)\", \"lse_abs\": "
+     << jnum(r.tol.lse_abs) << "},\n";
+  os << "  \"reference_checked\": " << jbool(r.reference_checked) << ",\n  \"notes\": [";
+  for (size_t i = 0; i < r.notes.size(); ++i) os << (i ? ", " : "") << jstr(r.notes[i]);
+  os << "],\n  \"rows\": [";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const DecodeRow& row = r.rows[i];
+    const bool timed = decode_timed(row);
+    os << (i ? "," : "") << "\n    {\"impl\": " << jstr(row.impl) << ", \"pass\": \"decode\""
+       << ", \"device\": " << jstr(to_string(row.device))
+       << ", \"status\": " << jstr(to_string(row.status)) << ", \"message\": " << jstr(row.message)
+       << ", \"ms_median\": " << (timed ? jnum(row.median_ms) : "null")
+       << ", \"ms\": " << jarray(row.ms)
+       << ", \"tb_per_s\": " << (timed ? jnum(row.tb_per_s) : "null") << ", \"checks\": [";
+    for (size_t j = 0; j < row.checks.size(); ++j) {
+      const TensorCheck& c = row.checks[j];
+      os << (j ? ", " : "") << "{\"tensor\": " << jstr(c.name) << ", \"pass\": " << jbool(c.pass)
+         << ", \"max_abs\": " << jnum(c.err.max_abs) << ", \"rel_l2\": " << jnum(c.err.rel_l2)
+         << ", \"rel_l2_applies\": " << jbool(c.rel_l2_applies)
+         << ", \"nonfinite\": " << c.err.nonfinite << ", \"count\": " << c.err.count
+         << ", \"ref_max_abs\": " << jnum(c.ref_max_abs) << "}";
+    }
+    os << "]}";
+  }
+  os << "\n  ],\n  \"all_passed\": " << jbool(r.all_passed()) << "\n}\n";
 }
 
 }  // namespace cli
