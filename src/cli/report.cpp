@@ -105,6 +105,29 @@ std::string jarray(const std::vector<T>& v) {
   return o + "]";
 }
 
+// The end of a human report (bench and decode): each row's message and failed checks, then one
+// verdict line. `who(row)` names a row.
+template <typename Report, typename Who>
+void print_verdict(const Report& r, Who who, std::ostream& os) {
+  int failures = 0;
+  for (const auto& row : r.rows) {
+    if (!row.message.empty()) os << who(row) << ": " << row.message << "\n";
+    if (row.status != RowStatus::kFail) {
+      failures += counts_as_failure(row.status);
+      continue;
+    }
+    ++failures;
+    for (const TensorCheck& c : row.checks)
+      if (!c.pass) os << who(row) << " FAIL " << describe_failure(c, r.tol) << "\n";
+  }
+  if (failures) {
+    os << failures << " row(s) FAILED\n";
+  } else {
+    os << (r.reference_checked ? "all checks passed\n"
+                               : "no failures, but nothing was compared with the reference\n");
+  }
+}
+
 }  // namespace
 
 void print_table(const BenchReport& r, std::ostream& os) {
@@ -145,24 +168,7 @@ void print_table(const BenchReport& r, std::ostream& os) {
        << fmt("%.4g", r.sgemm.flops / 1e9) << " GFLOP, fp32), " << r.sgemm.threads
        << " threads, OpenBLAS core " << r.sgemm.core << "; x_sgemm = TFLOP/s / sgemm TFLOP/s\n";
   for (const std::string& note : r.notes) os << "note: " << note << "\n";
-  int failures = 0;
-  for (const BenchRow& row : r.rows) {
-    const std::string who = row.impl + (row.backward ? " bwd" : " fwd");
-    if (!row.message.empty()) os << who << ": " << row.message << "\n";
-    if (row.status != RowStatus::kFail) {
-      failures += counts_as_failure(row.status);
-      continue;
-    }
-    ++failures;
-    for (const TensorCheck& c : row.checks)
-      if (!c.pass) os << who << " FAIL " << describe_failure(c, r.tol) << "\n";
-  }
-  if (failures) {
-    os << failures << " row(s) FAILED\n";
-  } else {
-    os << (r.reference_checked ? "all checks passed\n"
-                               : "no failures, but nothing was compared with the reference\n");
-  }
+  print_verdict(r, [](const BenchRow& row) { return row.impl + (row.backward ? " bwd" : " fwd"); }, os);
 }
 
 void print_json(const BenchReport& r, std::ostream& os) {
@@ -284,24 +290,7 @@ void print_decode_table(const DecodeReport& r, std::ostream& os) {
   print_grid(cells, os);
   os << "\n";
   for (const std::string& note : r.notes) os << "note: " << note << "\n";
-  int failures = 0;
-  for (const DecodeRow& row : r.rows) {
-    const std::string who = row.impl + " decode";
-    if (!row.message.empty()) os << who << ": " << row.message << "\n";
-    if (row.status != RowStatus::kFail) {
-      failures += counts_as_failure(row.status);
-      continue;
-    }
-    ++failures;
-    for (const TensorCheck& c : row.checks)
-      if (!c.pass) os << who << " FAIL " << describe_failure(c, r.tol) << "\n";
-  }
-  if (failures) {
-    os << failures << " row(s) FAILED\n";
-  } else {
-    os << (r.reference_checked ? "all checks passed\n"
-                               : "no failures, but nothing was compared with the reference\n");
-  }
+  print_verdict(r, [](const DecodeRow& row) { return row.impl + " decode"; }, os);
 }
 
 void print_decode_json(const DecodeReport& r, std::ostream& os) {
