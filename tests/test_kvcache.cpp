@@ -2,7 +2,9 @@
 // (docs/kvcache.md) against an independent brute force: the test places its own logical keys into
 // a contiguous or paged cache (NaN everywhere else), appends and rotates by hand, gathers a dense
 // (L, heads_kv, head_dim) K/V per sequence and runs the training path's `reference` with causal
-// bottom-right.
+// bottom-right. Every check_case runs twice: impl reference (float64) and impl cpu_flash (fp32
+// FlashAttention-2 over the gathered keys, src/cpu/kvcache_cpu_flash.cpp), each against the same
+// brute force with its own tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,7 +41,10 @@ struct Case {
   int num_splits = 1;
   int64_t split_size = 0;
   uint64_t seed = 1;
+  Impl impl = Impl::kReference;
 };
+
+constexpr Impl kCpuImpls[] = {Impl::kReference, Impl::kCpuFlash};
 
 // The hand-written rotation: pairs (2i, 2i+1) interleaved, (i, i + rd/2) NeoX.
 void rotate(std::vector<double>& x, int64_t rd, RotaryStyle style, const std::vector<float>& cs,
@@ -166,7 +171,7 @@ struct World {
 
     p.dtype = DType::kFloat32;
     p.cache_dtype = DType::kFloat32;
-    p.impl = Impl::kReference;
+    p.impl = c.impl;
     p.batch = B;
     p.seqlen_q = c.sq;
     p.heads_q = c.hq;
@@ -262,7 +267,15 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void check_case(const Case& cs) {
+// Tolerances against the fp32 brute force (itself the float64 reference rounded to fp32): the
+// float64 path is off by the final rounding only. cpu_flash computes in fp32 with an online
+// softmax; test_cpu_flash.cpp bounds that by compute_floor = 1e-5 * (1 + |score|). Here 1e-5
+// relative suffices (every case also passes at 5e-6, 2026-11-24), while a wrong key, position or
+// mask is off by O(1) (checked by breaking the leftpad offset and the query's rotary position).
+double out_tol(Impl impl) { return impl == Impl::kCpuFlash ? 1e-5 : 2e-6; }
+double lse_tol(Impl impl) { return impl == Impl::kCpuFlash ? 1e-5 : 2e-6; }
+
+void check_one(const Case& cs) {
   World w(cs);
   const Status st = attention_with_kvcache(w.p);
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -277,14 +290,24 @@ void check_case(const Case& cs) {
         if (std::isinf(wl)) {
           EXPECT_EQ(gl, wl) << "b " << b << " i " << i << " h " << h;
         } else {
-          EXPECT_NEAR(gl, wl, 2e-6 * std::max(1.0f, std::abs(wl))) << "b " << b << " i " << i << " h " << h;
+          EXPECT_NEAR(gl, wl, lse_tol(cs.impl) * std::max(1.0f, std::abs(wl))) << "b " << b << " i " << i << " h " << h;
         }
         for (int64_t e = 0; e < cs.d; ++e) {
           const float g = w.out[((b * cs.sq + i) * cs.hq + h) * cs.d + e], x = o[(i * cs.hq + h) * cs.d + e];
           ASSERT_FALSE(std::isnan(g)) << "NaN leaked: b " << b << " i " << i << " h " << h;
-          ASSERT_NEAR(g, x, 2e-6 * std::max(1.0f, std::abs(x))) << "b " << b << " i " << i << " h " << h << " e " << e;
+          ASSERT_NEAR(g, x, out_tol(cs.impl) * std::max(1.0f, std::abs(x)))
+              << "b " << b << " i " << i << " h " << h << " e " << e;
         }
       }
+  }
+}
+
+void check_case(const Case& cs) {
+  for (Impl impl : kCpuImpls) {
+    Case c = cs;
+    c.impl = impl;
+    SCOPED_TRACE(testing::Message() << "impl " << to_string(impl));
+    check_one(c);
   }
 }
 
@@ -449,8 +472,12 @@ TEST(KvCache, SplitsMatchNoSplit) {
 }
 
 // A fixed split_size makes a sequence's output independent of the batch it is in.
+// cpu_flash ignores the splits, and its result is batch-invariant whatever they are.
 TEST(KvCache, FixedSplitSizeIsBatchInvariant) {
+  for (Impl impl : kCpuImpls) {
+  SCOPED_TRACE(testing::Message() << "impl " << to_string(impl));
   Case alone;
+  alone.impl = impl;
   alone.cache_lens = {113};
   alone.sq = 2;
   alone.split_size = 16;
@@ -472,6 +499,7 @@ TEST(KvCache, FixedSplitSizeIsBatchInvariant) {
   ASSERT_TRUE(attention_with_kvcache(w.p).ok());
   EXPECT_EQ(std::memcmp(&w.out[qn], a.out.data(), qn * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(&w.lse[alone.hq * alone.sq], a.lse.data(), alone.hq * alone.sq * sizeof(float)), 0);
+  }
 }
 
 TEST(KvCache, EmptyCacheWithoutCausalGivesZeroRows) {
@@ -480,6 +508,59 @@ TEST(KvCache, EmptyCacheWithoutCausalGivesZeroRows) {
   c.cache_lens = {0, 3};
   c.sq = 2;
   check_case(c);  // sequence 0 sees no key: out 0, lse -inf
+  c.cache_lens = {0, 0};  // no key in the whole batch
+  check_case(c);
+  c.seqlen_new = 2;  // an empty cache filled by the append only
+  c.causal = true;
+  check_case(c);
+}
+
+// impl auto runs cpu_flash (as the training path's auto does on the CPU): bitwise the same.
+TEST(KvCache, AutoRunsCpuFlash) {
+  Case c;
+  c.paged = true;
+  c.page_size = 3;
+  c.seqlen_new = 2;
+  c.sq = 2;
+  c.rotary_dim = 8;
+  c.leftpad = {2, 0};
+  c.cache_lens = {5, 30};
+  c.impl = Impl::kCpuFlash;
+  World f(c);
+  ASSERT_TRUE(attention_with_kvcache(f.p).ok());
+  c.impl = Impl::kAuto;
+  World a(c);
+  ASSERT_TRUE(attention_with_kvcache(a.p).ok());
+  EXPECT_TRUE(same_bits(a.out, f.out));
+  EXPECT_TRUE(same_bits(a.lse, f.lse));
+  EXPECT_TRUE(same_bits(a.k_cache, f.k_cache));
+}
+
+// num_threads does not change cpu_flash's result, and strided out / null lse work.
+TEST(KvCache, CpuFlashThreadsStridesAndNoLse) {
+  Case c;
+  c.impl = Impl::kCpuFlash;
+  c.hq = 8;
+  c.sq = 3;
+  c.cache_lens = {40, 113, 7, 64};
+  World one(c);
+  one.p.num_threads = 1;
+  ASSERT_TRUE(attention_with_kvcache(one.p).ok());
+  World many(c);
+  many.p.num_threads = 4;
+  ASSERT_TRUE(attention_with_kvcache(many.p).ok());
+  EXPECT_TRUE(same_bits(one.out, many.out));
+  EXPECT_TRUE(same_bits(one.lse, many.lse));
+  // out as (seqlen_q, batch, heads, d) storage, i.e. batch_stride < row_stride; no lse.
+  World s(c);
+  std::vector<float> out_t(s.out.size(), kNaN);
+  s.p.out = MutTensorRef{out_t.data(), c.hq * c.d, s.B * c.hq * c.d, c.d, 1};
+  s.p.lse = nullptr;
+  ASSERT_TRUE(attention_with_kvcache(s.p).ok());
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t i = 0; i < c.sq; ++i)
+      for (int64_t e = 0; e < c.hq * c.d; ++e)
+        ASSERT_EQ(out_t[(i * s.B + b) * c.hq * c.d + e], one.out[(b * c.sq + i) * c.hq * c.d + e]);
 }
 
 // ---- errors: nothing written
@@ -513,7 +594,9 @@ TEST(KvCache, ErrorsWriteNothing) {
       {"seqlen_new without k", [](World& w) { w.p.k_new = w.p.v_new = TensorRef{}; }, "seqlen_new (2) must be 0"},
       {"max_pages", [](World& w) { w.p.max_pages = 0; }, "max_pages (0)"},
       {"dim stride", [](World& w) { w.p.k_cache.dim_stride = 2; }, "k_cache dim_stride (2) must be 1"},
-      {"impl", [](World& w) { w.p.impl = Impl::kCpuFlash; }, "does not support the KV-cache path yet"},
+      {"impl", [](World& w) { w.p.impl = Impl::kLearnV2; }, "impl learn_v2 does not run the KV-cache path on the cpu"},
+      {"cpu_flash head_dim", [](World& w) { w.p.impl = Impl::kCpuFlash; w.p.head_dim = 520; },
+       "head_dim (520) is not supported by impl cpu_flash"},
       {"rotary pos", [](World& w) { w.p.rotary_max_pos = 3; }, "rotary_max_pos (3) too small"},
       {"heads", [](World& w) { w.p.heads_q = 3; }, "multiple of heads_kv"},
   };
@@ -666,6 +749,29 @@ TEST(KvCache, Bf16MatchesFp32) {
   p.v_new.ptr = vn16.data();
   std::vector<float> lse16(w.lse.size());
   p.lse = lse16.data();
+  const auto k16_0 = k16, v16_0 = v16;
+  // cpu_flash first, on a copy of the caches: the append must store the same bits as the reference.
+  {
+    auto k16c = k16, v16c = v16;
+    std::vector<uint16_t> outc(out16.size());
+    KvCacheParams pf = p;
+    pf.impl = Impl::kCpuFlash;
+    pf.k_cache.ptr = k16c.data();
+    pf.v_cache.ptr = v16c.data();
+    pf.out.ptr = outc.data();
+    std::vector<float> lsec(w.lse.size());
+    pf.lse = lsec.data();
+    const Status sf = attention_with_kvcache(pf);
+    ASSERT_TRUE(sf.ok()) << sf.to_string();
+    ASSERT_TRUE(kvcache_append(p).ok());  // the reference's append, on k16/v16
+    EXPECT_EQ(std::memcmp(k16c.data(), k16.data(), k16.size() * 2), 0);
+    EXPECT_EQ(std::memcmp(v16c.data(), v16.data(), v16.size() * 2), 0);
+    k16 = k16_0;
+    v16 = v16_0;
+    for (size_t e = 0; e < w.out.size(); ++e)
+      ASSERT_NEAR(load_as_float(DType::kBFloat16, &outc[e]), w.out[e], 0.03f * std::max(1.0f, std::abs(w.out[e]))) << e;
+    for (size_t e = 0; e < w.lse.size(); ++e) ASSERT_NEAR(lsec[e], w.lse[e], 0.03f) << e;
+  }
   const Status st = attention_with_kvcache(p);
   ASSERT_TRUE(st.ok()) << st.to_string();
   auto near_bf16 = [](float got, float want) {  // within 1 bf16 ulp (and a little for the math)

@@ -20,7 +20,7 @@ Differences (docs/python.md lists them all):
   varlen); anything else raises ``flashlab.UnsupportedError``. On the CPU everything runs (fp32
   too), which flash-attn does not do.
 * ``flash_attn_with_kvcache`` (contiguous or paged cache, in-place append, rotary, leftpad,
-  split-KV) runs on CPU tensors (the C++ float64 reference); on CUDA tensors it raises
+  split-KV) runs on CPU tensors (the C++ ``cpu_flash``); on CUDA tensors it raises
   ``flashlab.UnsupportedError`` until the CUDA decode kernel lands. Any page size works (flash-attn
   needs multiples of 256). ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
 * ``block_table`` in ``flash_attn_varlen_func`` (paged KV for prefill) is not supported.

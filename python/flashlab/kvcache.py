@@ -99,7 +99,8 @@ def attention_with_kvcache(
       ``num_splits`` (0 auto, 1 none, n splits). The result equals no split up to rounding.
 
     Errors raise :class:`flashlab.FlashlabError` (a ValueError) naming the argument; nothing,
-    the cache included, is written then. CPU (the float64 reference); fp32 and fp16 in NumPy.
+    the cache included, is written then. CPU: ``impl="auto"`` runs ``cpu_flash``, ``"reference"``
+    the float64 reference; fp32 and fp16 in NumPy.
     """
     q, k_cache, v_cache = (_array(n, x) for n, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
     if k is not None:

@@ -177,7 +177,15 @@ def build(rng, *, batch=3, sq=1, hq=8, hk=2, d=16, seqlens=(5, 0, 9), t_new=0, c
 
 
 def run_and_check(P, name, **opts):
-    """Calls flashlab.attention_with_kvcache and checks out, lse and the caches (in place)."""
+    """Calls flashlab.attention_with_kvcache with each CPU impl (the float64 reference and
+    cpu_flash) and checks out, lse and the caches (in place); returns cpu_flash's (out, lse)."""
+    got = None
+    for impl in ("reference", "cpu_flash"):
+        got = run_and_check_impl(P, f"{name} [{impl}]", impl, **opts)
+    return got
+
+
+def run_and_check_impl(P, name, impl, **opts):
     ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved") if kk in opts}
     want_out, want_lse, want_kc, want_vc = reference(
         P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], cos=P["cos"],
@@ -188,7 +196,7 @@ def run_and_check(P, name, **opts):
         rotary_interleaved=opts.get("interleaved", False), softmax_scale=opts.get("scale"),
         causal=opts.get("causal", False), window_size=opts.get("window", (-1, -1)),
         softcap=opts.get("softcap", 0.0), alibi_slopes=opts.get("alibi"), num_splits=opts.get("num_splits", 0),
-        split_size=opts.get("split_size", 0), **P["kw"])
+        split_size=opts.get("split_size", 0), impl=impl, **P["kw"])
     tol = TOL[P["dtype"]]
     check(f"{name} out", out, want_out, tol)
     check(f"{name} lse", lse, want_lse, tol)

@@ -19,6 +19,11 @@ Status reference_backward(const BwdParams& p);
 // CPU, src/cpu/cpu_flash*.cpp: FlashAttention-2 on the CPU.
 Status cpu_flash_forward(const FwdParams& p);
 Status cpu_flash_backward(const BwdParams& p);
+namespace kv {
+// The KV-cache path (docs/kvcache.md) on cpu_flash's forward, src/cpu/kvcache_cpu_flash.cpp:
+// append, gather the attended keys, one varlen cpu_flash_forward. Arguments validated, scale finite.
+Status cpu_flash_kvcache(const KvCacheParams& p);
+}  // namespace kv
 
 #if defined(FLASHLAB_WITH_CUDA)
 // CUDA learning kernels, learn/ (versions 0..4). Tensors, lse and cu_seqlens are device pointers.

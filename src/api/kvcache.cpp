@@ -1,7 +1,9 @@
 // src/api/kvcache.cpp — the KV-cache entry points (flashlab/kvcache.h, docs/kvcache.md):
-// validation, then the CPU float64 reference (src/cpu/kvcache_reference.cpp). On device kCUDA the
-// experimental decode kernel (src/cuda/decode/) runs what it covers when impl cuda_sm80 is named;
-// everything else there returns kUnsupported after the generic checks.
+// validation, then on the CPU impl cpu_flash (src/cpu/kvcache_cpu_flash.cpp; what auto picks) or the
+// float64 reference (src/cpu/kvcache_reference.cpp); kvcache_append is the same append for both
+// (kv::append). On device kCUDA the experimental decode kernel (src/cuda/decode/) runs what it
+// covers when impl cuda_sm80 is named; everything else there returns kUnsupported after the
+// generic checks.
 //
 // Every rule is checked before anything is written (cache included). On the CPU the int32 side
 // arrays (cache_seqlens, leftpad, cache_batch_idx, block_table) are host memory and are checked
@@ -134,11 +136,14 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
 #endif
     return Status::Unsupported(std::string("impl ") + to_string(p.impl == Impl::kAuto ? Impl::kAuto : p.impl) +
                                " does not support the KV-cache path yet (device " + to_string(p.device) +
-                               "): only the CPU reference implements it");
+                               "): on the cpu impl cpu_flash and reference implement it");
   }
-  if (p.impl != Impl::kAuto && p.impl != Impl::kReference)
-    return Status::Unsupported(std::string("impl ") + to_string(p.impl) +
-                               " does not support the KV-cache path yet: use impl reference (or auto)");
+  if (p.impl != Impl::kAuto && p.impl != Impl::kReference && p.impl != Impl::kCpuFlash)
+    return Status::Unsupported(std::string("impl ") + to_string(p.impl) + " does not run the KV-cache path on the cpu: " +
+                               "use impl cpu_flash or reference (or auto)");
+  if (p.impl == Impl::kCpuFlash && p.head_dim > kCpuMaxHeadDim)
+    return Status::Unsupported("head_dim (" + std::to_string(p.head_dim) + ") is not supported by impl cpu_flash: " +
+                               "supported 1.." + std::to_string(kCpuMaxHeadDim) + " (impl reference has no limit)");
 
   // Host data (CPU only).
   const int64_t cap = kv::capacity(p);
@@ -196,7 +201,9 @@ Status attention_with_kvcache(const KvCacheParams& params) {
 #if defined(FLASHLAB_WITH_CUDA_DECODE)
   if (p.device == Device::kCUDA) return detail::guarded([&] { return detail::cuda_attention_with_kvcache(p); });
 #endif
-  p.impl = Impl::kReference;
+  // auto picks cpu_flash, as the training path's kBackends order does, except past its head_dim limit.
+  if (p.impl == Impl::kAuto) p.impl = p.head_dim <= detail::kCpuMaxHeadDim ? Impl::kCpuFlash : Impl::kReference;
+  if (p.impl == Impl::kCpuFlash) return detail::guarded([&] { return detail::kv::cpu_flash_kvcache(p); });
   return detail::guarded([&] { return detail::kv::reference_kvcache(p, true); });
 }
 
