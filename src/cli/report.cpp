@@ -105,6 +105,17 @@ std::string jarray(const std::vector<T>& v) {
   return o + "]";
 }
 
+// The JSON members both reports share, from "tolerance" to the opening of "rows".
+template <typename Report>
+void json_tolerance_and_notes(const Report& r, std::ostream& os) {
+  os << "  \"tolerance\": {\"rel_l2\": " << jnum(r.tol.rel_l2) << ", \"max_abs\": "
+     << jnum(r.tol.max_abs) << ", \"max_abs_scaled_by\": \"max(1, max|ref|)\", \"lse_abs\": "
+     << jnum(r.tol.lse_abs) << "},\n";
+  os << "  \"reference_checked\": " << jbool(r.reference_checked) << ",\n  \"notes\": [";
+  for (size_t i = 0; i < r.notes.size(); ++i) os << (i ? ", " : "") << jstr(r.notes[i]);
+  os << "],\n  \"rows\": [";
+}
+
 // The end of a human report (bench and decode): each row's message and failed checks, then one
 // verdict line. `who(row)` names a row.
 template <typename Report, typename Who>
@@ -192,12 +203,7 @@ void print_json(const BenchReport& r, std::ostream& os) {
   os << "  \"flops\": {\"forward\": " << jnum(r.flops.forward)
      << ", \"backward\": " << jnum(r.flops.backward)
      << ", \"visible_pairs\": " << r.flops.visible_pairs << "},\n";
-  os << "  \"tolerance\": {\"rel_l2\": " << jnum(r.tol.rel_l2) << ", \"max_abs\": "
-     << jnum(r.tol.max_abs) << ", \"max_abs_scaled_by\": \"max(1, max|ref|)\", \"lse_abs\": "
-     << jnum(r.tol.lse_abs) << "},\n";
-  os << "  \"reference_checked\": " << jbool(r.reference_checked) << ",\n  \"notes\": [";
-  for (size_t i = 0; i < r.notes.size(); ++i) os << (i ? ", " : "") << jstr(r.notes[i]);
-  os << "],\n  \"rows\": [";
+  json_tolerance_and_notes(r, os);
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const BenchRow& row = r.rows[i];
     const bool timed = has_timing(row);
@@ -305,12 +311,7 @@ void print_decode_json(const DecodeReport& r, std::ostream& os) {
      << ", \"threads\": " << r.threads << ", \"warmup\": " << o.warmup << ", \"iters\": " << o.iters
      << "},\n";
   os << "  \"kv_bytes\": " << jnum(r.kv_bytes) << ",\n";
-  os << "  \"tolerance\": {\"rel_l2\": " << jnum(r.tol.rel_l2) << ", \"max_abs\": "
-     << jnum(r.tol.max_abs) << ", \"max_abs_scaled_by\": \"max(1, max|ref|)\", \"lse_abs\": "
-     << jnum(r.tol.lse_abs) << "},\n";
-  os << "  \"reference_checked\": " << jbool(r.reference_checked) << ",\n  \"notes\": [";
-  for (size_t i = 0; i < r.notes.size(); ++i) os << (i ? ", " : "") << jstr(r.notes[i]);
-  os << "],\n  \"rows\": [";
+  json_tolerance_and_notes(r, os);
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const DecodeRow& row = r.rows[i];
     const bool timed = decode_timed(row);
