@@ -61,8 +61,9 @@ struct MainloopBwd {
     typename Pipeline::SharedStorage pipeline_qdo;
   };
 
-  // Host: the descriptors. Each describes at least one row: TMA refuses an empty tensor, and
-  // seqlen_q = 0 (dK = dV = 0) or seqlen_k = 0 (dQ = 0) are legal calls that load nothing.
+  // Host: the descriptors. Each describes at least one row: TMA refuses an empty tensor, and a
+  // length of 0 (the API allows it only as a varlen maximum, which this path refuses today) must
+  // still give dK = dV = 0 or dQ = 0 without loading anything.
   static Params to_params(const Arguments& a) {
     const common::SeqArgs& s = a.seq;
     const common::BwdInputArgs& in = a.in;

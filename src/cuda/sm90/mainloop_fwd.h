@@ -64,7 +64,8 @@ struct MainloopFwd {
   };
 
   // Host: the descriptors. The K/V descriptors describe at least one row: TMA refuses an empty
-  // tensor, and seqlen_k = 0 is a legal call (every key block range is empty: nothing is loaded).
+  // tensor, and seqlen_k = 0 (the API allows it only as a varlen maximum, which this path refuses
+  // today) leaves every key block range empty: nothing is loaded.
   static Params to_params(const Arguments& a) {
     const common::SeqArgs& s = a.seq;
     const int heads_kv = s.heads_q / a.in.kv_group;
