@@ -6,9 +6,9 @@
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
 // bwd_prologue / bwd_epilogue_dkv launch them (host), with the workspace zeroing, around any
-// implementation's main kernels. Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of the dtype) per
-// lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head, sequence);
-// rows past a (varlen) sequence are neither read nor written.
+// implementation's main kernels. Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of
+// the dtype) per lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head,
+// sequence); rows past a (varlen) sequence are neither read nor written.
 #pragma once
 
 #include <cstdint>
@@ -140,17 +140,22 @@ __global__ void __launch_bounds__(kPrepostThreads)
 // Before: zero dq_accum's tiles (atomic dQ; tiles of block_m rows × the bucket) and, GQA with
 // atomics, dk_accum / dv_accum; then D = rowsum(dO ∘ O).
 template <typename Element>
-Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStream_t stream, const char* impl) {
+Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStream_t stream,
+                    const char* impl) {
   const SeqArgs& seq = args.seq;
   const BwdGradArgs& g = args.grad;
   if (g.dq_accum != nullptr) {
-    const size_t bytes = size_t(dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket)) * sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dq_accum)"));
+    const size_t bytes =
+        size_t(dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket)) * sizeof(float);
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dq_accum)"));
   }
   if (g.dkv_mode == DkvMode::kAtomic) {
     const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(args.in.head_dim) * sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dk_accum)"));
-    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dv_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dk_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dk_accum)"));
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dv_accum)"));
   }
   const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
   if (nonempty(grid_rows_q)) {

@@ -26,9 +26,9 @@
 
 #include <cute/tensor.hpp>
 
+#include <cutlass/numeric_types.h>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
-#include <cutlass/numeric_types.h>
 
 #include "cuda/sm90/kernel_traits.h"  // smem_atom_k_major
 
@@ -59,7 +59,7 @@ struct BwdTraits {
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
   static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup
-  static constexpr int kDqSlabs = kDqSplit ? 2 : 1;  // (64, kDqCols) fragments per dq_accum tile
+  static constexpr int kDqSlabs = kDqSplit ? 2 : 1;   // (64, kDqCols) fragments per dq_accum tile
   static constexpr int kDsStages = kDqSplit ? 2 : 1;  // dS read by both warpgroups: double-buffered
   // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, S + dP = 2 · 32, dQ =
   // 64·kDqCols/128. D 128: 128 + 64 live in p_and_ds, 128 + 32 while dQ is computed.
@@ -67,19 +67,20 @@ struct BwdTraits {
   static_assert(sizeof(Element) == 2, "the GMMA atoms below take 16-bit inputs");
 
   using OneWarpGroup = Layout<Shape<_1, _1, _1>>;
-  using TiledMmaSdP = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kKeysPerWarpGroup>, Int<kHeadDim>>>(),
-      OneWarpGroup{}));
+  using TiledMmaSdP =
+      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, ElementAccum,
+                                                   Shape<_64, Int<kKeysPerWarpGroup>, Int<kHeadDim>>>(),
+                              OneWarpGroup{}));
   using TiledMmadKV = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
                            GMMA::Major::MN, GMMA::Major::MN>(),
       OneWarpGroup{}));
   using TiledMmadQ = std::conditional_t<
       kDqSplit,
-      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, ElementAccum,
-                                                   Shape<_64, Int<kDqCols>, Int<kBlockN>>, GMMA::Major::K,
-                                                   GMMA::Major::MN>(),
-                              OneWarpGroup{})),
+      decltype(make_tiled_mma(
+          GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kDqCols>, Int<kBlockN>>,
+                               GMMA::Major::K, GMMA::Major::MN>(),
+          OneWarpGroup{})),
       decltype(make_tiled_mma(GMMA::rs_op_selector<Element, Element, ElementAccum,
                                                    Shape<_64, Int<kHeadDim>, Int<kKeysPerWarpGroup>>,
                                                    GMMA::Major::K, GMMA::Major::MN>(),
@@ -90,12 +91,14 @@ struct BwdTraits {
   // or columns (P, dS) [64w, 64w + 64): local_tile of these.
   using SmemAtom = decltype(smem_atom_k_major<Element, kHeadDim>());
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>, Int<kStages>>{}));
-  using SmemLayoutK = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));  // (BLK_N, HDIM)
+  using SmemLayoutK =
+      decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));  // (BLK_N, HDIM)
   using SmemLayoutPdS = decltype(tile_to_shape(smem_atom_k_major<Element, kKeysPerWarpGroup>(),
                                                Shape<Int<kBlockM>, Int<kBlockN>, Int<kDsStages>>{}));
   // (HDIM, BLK_M, STAGES): Qᵀ and dOᵀ, the B operands of dK and dV.
   using SmemLayoutQt = decltype(composition(
-      SmemLayoutQ{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
+      SmemLayoutQ{},
+      make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
   // (HDIM, BLK_N): Kᵀ, the B operand of dQ.
   using SmemLayoutKt = decltype(composition(
       SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, Step<_2, _1>{})));
@@ -108,11 +111,12 @@ struct BwdTraits {
   // box per stage; K and V: one (BLK_N, HDIM) box each.
   using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;
-  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{},
-                                          StrideQKV{}));
+  using GmemTensor =
+      decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), ShapeQKV{}, StrideQKV{}));
   using TileQ = Shape<Int<kBlockM>, Int<kHeadDim>>;
   using TileKV = Shape<Int<kBlockN>, Int<kHeadDim>>;
-  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutQ{}), TileQ{}, _1{}));
+  using TmaQ =
+      decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, take<0, 2>(SmemLayoutQ{}), TileQ{}, _1{}));
   using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutK{}, TileKV{}, _1{}));
   static constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(kBlockM * kHeadDim * sizeof(Element));
   static constexpr uint32_t kTmaBytesKV = static_cast<uint32_t>(kBlockN * kHeadDim * sizeof(Element));

@@ -42,8 +42,8 @@ template <typename Traits>
 CUTE_DEVICE float* dq_accum_tile(const common::BwdGradArgs& g, const common::WorkTile& t, int m_block,
                                  int seqlen_q, int heads_q) {
   static_assert(common::kDqAccumRowAlign % Traits::kBlockM == 0, "the workspace reserves whole tiles");
-  return g.dq_accum + common::dq_accum_tile_offset(t.batch, m_block, t.head, seqlen_q, heads_q, Traits::kBlockM,
-                                                   Traits::kHeadDim);
+  return g.dq_accum + common::dq_accum_tile_offset(t.batch, m_block, t.head, seqlen_q, heads_q,
+                                                   Traits::kBlockM, Traits::kHeadDim);
 }
 
 // acc_dq: ((2, 2, HDIM/8), 1, 1) fp32 of TiledMmadQ. No predicates: the tile has room for every row
@@ -63,15 +63,16 @@ CUTE_DEVICE void add_dq(Acc const& acc_dq, float* tile, int wtid) {
 // adjacent columns of one row) to the row-major tile at `dst`: rows < valid_rows, columns <
 // head_dim. Op(T* two_values, float a, float b) writes one pair.
 template <typename TiledMma, int kHeadDim, typename T, typename Acc, typename Op>
-CUTE_DEVICE void write_pairs(Acc const& acc, float scale, T* dst, int64_t row_stride, int valid_rows, int head_dim,
-                             int wtid, Op op) {
+CUTE_DEVICE void write_pairs(Acc const& acc, float scale, T* dst, int64_t row_stride, int valid_rows,
+                             int head_dim, int wtid, Op op) {
   TiledMma mma;
   Tensor c = mma.get_thread_slice(wtid).partition_C(make_identity_tensor(Shape<_64, Int<kHeadDim>>{}));
   static_assert(decltype(size(c))::value == decltype(size(acc))::value, "accumulator and coordinates");
   CUTE_UNROLL
   for (int i = 0; i < size(acc); i += 2) {
     const int row = static_cast<int>(get<0>(c(i))), col = static_cast<int>(get<1>(c(i)));
-    if (row < valid_rows && col < head_dim) op(dst + int64_t(row) * row_stride + col, acc(i) * scale, acc(i + 1) * scale);
+    if (row < valid_rows && col < head_dim)
+      op(dst + int64_t(row) * row_stride + col, acc(i) * scale, acc(i + 1) * scale);
   }
 }
 
@@ -98,9 +99,12 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
   if (rows <= 0) return;
   const int kv_head = t.head / kv_group;
   if (g.dkv_mode == common::DkvMode::kDirect) {
-    Element* dk = static_cast<Element*>(g.dk) + t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, kv_head);
-    Element* dv = static_cast<Element*>(g.dv) + t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, kv_head);
-    write_pairs<Mma, kD>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, wtid, store_pair<Element>);
+    Element* dk = static_cast<Element*>(g.dk) +
+                  t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, kv_head);
+    Element* dv = static_cast<Element*>(g.dv) +
+                  t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, kv_head);
+    write_pairs<Mma, kD>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, wtid,
+                         store_pair<Element>);
     write_pairs<Mma, kD>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, wtid, store_pair<Element>);
     return;
   }
@@ -144,7 +148,8 @@ struct BwdConvertDq {
     typename Traits::TiledMmadQ mma;
     const common::BwdGradArgs& g = p.grad;
     const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
-    Element* dq = static_cast<Element*>(g.dq) + t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
+    Element* dq = static_cast<Element*>(g.dq) +
+                  t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
     const float* tile = dq_accum_tile<Traits>(g, t, t.m_block, p.seq.seqlen_q, p.seq.heads_q);
     CUTE_UNROLL
     for (int h = 0; h < Traits::kDqSlabs; ++h) {
@@ -156,8 +161,8 @@ struct BwdConvertDq {
         acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
       }
       write_pairs<typename Traits::TiledMmadQ, kCols>(acc, p.softmax_scale, dq + h * kCols, g.dq_row_stride,
-                                                      t.q_len - static_cast<int>(m0), p.head_dim - h * kCols, wtid,
-                                                      store_pair<Element>);
+                                                      t.q_len - static_cast<int>(m0), p.head_dim - h * kCols,
+                                                      wtid, store_pair<Element>);
     }
   }
 };

@@ -68,8 +68,13 @@ struct FlashBwdKernel {
     int kv_group;
   };
   static Params to_params(const common::BwdArguments& a) {
-    return Params{TileScheduler::to_params(a.seq), Mainloop::to_params({a.in, a.seq}), Variant::to_params(a.score),
-                  a.rows, a.grad, a.in.head_dim, a.in.kv_group};
+    return Params{TileScheduler::to_params(a.seq),
+                  Mainloop::to_params({a.in, a.seq}),
+                  Variant::to_params(a.score),
+                  a.rows,
+                  a.grad,
+                  a.in.head_dim,
+                  a.in.kv_group};
   }
   using SharedStorage = typename Mainloop::SharedStorage;
   static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
@@ -127,22 +132,25 @@ struct FlashBwdKernel {
       // (row, col) of this thread's S / dP values in the (BLK_M, BLK_N) tile: the warpgroup's keys
       // are columns [64 wg, 64 wg + 64).
       Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});
-      Tensor cSw = local_tile(cS, Shape<Int<kBlockM>, _64>{}, make_coord(_0{}, wg));  // (BLK_M, 64) -> (row, col)
-      Tensor tScS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cSw));    // (2 rows, 16 cols)
-      auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
+      Tensor cSw =
+          local_tile(cS, Shape<Int<kBlockM>, _64>{}, make_coord(_0{}, wg));  // (BLK_M, 64) -> (row, col)
+      Tensor tScS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cSw));  // (2 rows, 16 cols)
+      auto copy_r2s =
+          make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
       auto thr_r2s = copy_r2s.get_thread_slice(wtid);
       // The warpgroup's columns of P and dS: (BLK_M, 64, DS_STAGES).
       auto columns = [&](Element* ptr) {
         Tensor t = make_tensor(make_smem_ptr(ptr), typename Traits::SmemLayoutPdS{});
         return local_tile(t, Shape<Int<kBlockM>, _64, Int<Traits::kDsStages>>{}, make_coord(_0{}, wg, _0{}));
       };
-      Tensor tPsP = thr_r2s.partition_D(columns(smem.p.data()));     // (CPY, CPY_M, CPY_N, DS_STAGES)
+      Tensor tPsP = thr_r2s.partition_D(columns(smem.p.data()));    // (CPY, CPY_M, CPY_N, DS_STAGES)
       Tensor tPsdS = thr_r2s.partition_D(columns(smem.ds.data()));  // (CPY, CPY_M, CPY_N, DS_STAGES)
 
       // LSE (natural log) and D of the query rows: BwdRowArgs as in sm80's mainloop.
       const common::BwdRowArgs& rows = params.rows;
       const float* lse_ptr = rows.lse + tile.lse_offset(rows.lse_batch_stride, rows.lse_head_stride);
-      const float* dsum_ptr = rows.dsum + tile.q_offset(params.scheduler.seqlen_q, 1, rows.rows_q, 0, tile.head);
+      const float* dsum_ptr =
+          rows.dsum + tile.q_offset(params.scheduler.seqlen_q, 1, rows.rows_q, 0, tile.head);
       float* const dq_base = params.grad.dq_accum;
 
       // The warpgroup's four warps, or (split dQ) both warpgroups.
@@ -169,11 +177,12 @@ struct FlashBwdKernel {
         warpgroup_wait<0>();
 
         tile.m_block = m_block;
-        const bool needs_mask = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
+        const bool needs_mask =
+            common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
         Tensor s = rowcol_view(acc_s);
         Tensor dp = rowcol_view(acc_dp);
-        variant.template p_and_ds</*kMaskedSimple=*/true>(s, dp, tScS, m_block, n_block, needs_mask, lse_log2, dsum,
-                                                          no_dropout);
+        variant.template p_and_ds</*kMaskedSimple=*/true>(s, dp, tScS, m_block, n_block, needs_mask, lse_log2,
+                                                          dsum, no_dropout);
         Tensor p16 = make_tensor<Element>(acc_s.layout());
         Tensor ds16 = make_tensor<Element>(acc_dp.layout());
         convert_into(acc_s, p16);
@@ -185,14 +194,15 @@ struct FlashBwdKernel {
         named_barrier_sync(kPdSThreads, pds_barrier);
 
         // dQ first: its reductions to global memory go out while dV and dK are computed.
-        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
-        mainloop.issue_dq(smem, wtid, wg, ds_stage, make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())),
-                          acc_dq);
+        Tensor acc_dq =
+            partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
+        mainloop.issue_dq(smem, wtid, wg, ds_stage,
+                          make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())), acc_dq);
         mainloop.issue_dv_dk(stage, ds_stage, acc_dv, acc_dk);
         warpgroup_wait<2>();  // dQ done; dV, dK may still run
-        float* tile_dq = dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head,
-                                                                params.scheduler.seqlen_q, params.scheduler.heads_q,
-                                                                kBlockM, kHeadDim);
+        float* tile_dq =
+            dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head, params.scheduler.seqlen_q,
+                                                   params.scheduler.heads_q, kBlockM, kHeadDim);
         add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
         warpgroup_wait<0>();
         pipeline.consumer_release(state);

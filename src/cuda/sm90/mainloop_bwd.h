@@ -73,8 +73,8 @@ struct MainloopBwd {
     const ShapeQKV shape_q{rows_q, in.head_dim, s.heads_q, s.batch};
     const ShapeQKV shape_k{rows_k, in.head_dim, heads_kv, s.batch};
     auto gmem = [&](const void* ptr, const ShapeQKV& shape, int64_t row, int64_t head, int64_t batch) {
-      const StrideQKV stride{tma_legal_stride(row, get<0>(shape)), _1{}, tma_legal_stride(head, get<2>(shape)),
-                             tma_legal_stride(batch, get<3>(shape))};
+      const StrideQKV stride{tma_legal_stride(row, get<0>(shape)), _1{},
+                             tma_legal_stride(head, get<2>(shape)), tma_legal_stride(batch, get<3>(shape))};
       return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);
     };
     auto desc_q = [&](const void* ptr, int64_t row, int64_t head, int64_t batch) {
@@ -82,8 +82,8 @@ struct MainloopBwd {
                            take<0, 2>(typename Traits::SmemLayoutQ{}), typename Traits::TileQ{}, _1{});
     };
     auto desc_kv = [&](const void* ptr, int64_t row, int64_t head, int64_t batch) {
-      return make_tma_copy(SM90_TMA_LOAD{}, gmem(ptr, shape_k, row, head, batch), typename Traits::SmemLayoutK{},
-                           typename Traits::TileKV{}, _1{});
+      return make_tma_copy(SM90_TMA_LOAD{}, gmem(ptr, shape_k, row, head, batch),
+                           typename Traits::SmemLayoutK{}, typename Traits::TileKV{}, _1{});
     };
     return Params{desc_q(in.q, in.q_row_stride, in.q_head_stride, in.q_batch_stride),
                   desc_q(in.dout, in.do_row_stride, in.do_head_stride, in.do_batch_stride),
@@ -111,14 +111,22 @@ struct MainloopBwd {
     const int head_kv = t.head / p.kv_group;
     using TileQ = typename Traits::TileQ;
     using TileKV = typename Traits::TileKV;
-    Tensor gQ = local_tile(p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
-    Tensor gdO = local_tile(p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
-    Tensor gK = local_tile(p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{}, make_coord(n_block, _0{}));
-    Tensor gV = local_tile(p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{}, make_coord(n_block, _0{}));
-    auto [tQg, tQs] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto [tdOg, tdOs] = tma_partition(p.tma_do, _0{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
-    auto [tKg, tKs] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto [tVg, tVs] = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    Tensor gQ =
+        local_tile(p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
+    Tensor gdO =
+        local_tile(p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
+    Tensor gK = local_tile(p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{},
+                           make_coord(n_block, _0{}));
+    Tensor gV = local_tile(p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{},
+                           make_coord(n_block, _0{}));
+    auto [tQg, tQs] =
+        tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+    auto [tdOg, tdOs] =
+        tma_partition(p.tma_do, _0{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
+    auto [tKg, tKs] =
+        tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto [tVg, tVs] =
+        tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
 
     // Rows past the sequence and columns past head_dim arrive as zeros (the byte count is the
     // whole box's either way): S, dP and their products see exact zeros there.
@@ -152,17 +160,22 @@ struct MainloopBwd {
     return local_tile(t, Shape<_64, Int<Traits::kHeadDim>>{}, make_coord(wg, _0{}));
   }
   template <typename TensorT>
-  CUTE_HOST_DEVICE static auto key_rows(TensorT&& t, int wg) {  // (BLK_N, BLK_M, STAGES) -> (64, BLK_M, STAGES)
+  CUTE_HOST_DEVICE static auto key_rows(TensorT&& t,
+                                        int wg) {  // (BLK_N, BLK_M, STAGES) -> (64, BLK_M, STAGES)
     return local_tile(t, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{}));
   }
   using Sm = Element*;
-  decltype(mma_sdp.get_thread_slice(0).partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(Sm{}))) tSrQ,
+  decltype(mma_sdp.get_thread_slice(0).partition_fragment_A(
+      smem_tensor<typename Traits::SmemLayoutQ>(Sm{}))) tSrQ,
       tSrdO;
   decltype(mma_sdp.get_thread_slice(0).partition_fragment_B(
-      keys_of(smem_tensor<typename Traits::SmemLayoutK>(Sm{}), 0))) tSrK, tSrV;
+      keys_of(smem_tensor<typename Traits::SmemLayoutK>(Sm{}), 0))) tSrK,
+      tSrV;
   decltype(mma_dkv.get_thread_slice(0).partition_fragment_A(
-      key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(Sm{}), 0))) tDrPt, tDrdSt;
-  decltype(mma_dkv.get_thread_slice(0).partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(Sm{}))) tDrdOt,
+      key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(Sm{}), 0))) tDrPt,
+      tDrdSt;
+  decltype(mma_dkv.get_thread_slice(0).partition_fragment_B(
+      smem_tensor<typename Traits::SmemLayoutQt>(Sm{}))) tDrdOt,
       tDrQt;
 
   CUTE_DEVICE MainloopBwd(SharedStorage& smem, int wtid, int wg) {
@@ -172,8 +185,10 @@ struct MainloopBwd {
     tSrdO = sdp.partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(smem.dO.data()));
     tSrK = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.k.data()), wg));
     tSrV = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.v.data()), wg));
-    tDrPt = dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.p.data()), wg));
-    tDrdSt = dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.ds.data()), wg));
+    tDrPt =
+        dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.p.data()), wg));
+    tDrdSt =
+        dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.ds.data()), wg));
     tDrdOt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.dO.data()));
     tDrQt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.q.data()));
   }
@@ -193,17 +208,21 @@ struct MainloopBwd {
   // kDqSplit: dQ[:, half wg] = dS (all 128 keys, smem)·K[:, half wg] (SS). Else dQ_w = dS_w·K_w,
   // dS_w from registers: `ds` is the A-operand view of its 16-bit copy (RS).
   template <typename FragDs, typename Acc>
-  CUTE_DEVICE void issue_dq(SharedStorage& smem, int wtid, int wg, int ds_stage, FragDs const& ds, Acc& acc_dq) {
+  CUTE_DEVICE void issue_dq(SharedStorage& smem, int wtid, int wg, int ds_stage, FragDs const& ds,
+                            Acc& acc_dq) {
     Tensor sKt = smem_tensor<typename Traits::SmemLayoutKt>(smem.k.data());  // (HDIM, BLK_N)
     auto thr = mma_dq.get_thread_slice(wtid);
     if constexpr (Traits::kDqSplit) {
-      Tensor sdS = smem_tensor<typename Traits::SmemLayoutPdS>(smem.ds.data())(_, _, ds_stage);  // (BLK_M, BLK_N)
-      Tensor sKtw = local_tile(sKt, Shape<Int<Traits::kDqCols>, Int<Traits::kBlockN>>{}, make_coord(wg, _0{}));
+      Tensor sdS =
+          smem_tensor<typename Traits::SmemLayoutPdS>(smem.ds.data())(_, _, ds_stage);  // (BLK_M, BLK_N)
+      Tensor sKtw =
+          local_tile(sKt, Shape<Int<Traits::kDqCols>, Int<Traits::kBlockN>>{}, make_coord(wg, _0{}));
       gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_dq, thr.partition_fragment_A(sdS),
-                                                               thr.partition_fragment_B(sKtw), acc_dq);
+                                                            thr.partition_fragment_B(sKtw), acc_dq);
     } else {
       Tensor sKtw = local_tile(sKt, Shape<Int<kHeadDim>, _64>{}, make_coord(_0{}, wg));  // (HDIM, 64 keys)
-      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/true>(mma_dq, ds, thr.partition_fragment_B(sKtw), acc_dq);
+      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/true>(mma_dq, ds, thr.partition_fragment_B(sKtw),
+                                                           acc_dq);
     }
   }
 };
