@@ -105,6 +105,17 @@ std::string jarray(const std::vector<T>& v) {
   return o + "]";
 }
 
+// A row's "checks" array elements (bench and decode rows).
+void json_checks(const std::vector<TensorCheck>& checks, std::ostream& os) {
+  for (size_t j = 0; j < checks.size(); ++j) {
+    const TensorCheck& c = checks[j];
+    os << (j ? ", " : "") << "{\"tensor\": " << jstr(c.name) << ", \"pass\": " << jbool(c.pass)
+       << ", \"max_abs\": " << jnum(c.err.max_abs) << ", \"rel_l2\": " << jnum(c.err.rel_l2)
+       << ", \"rel_l2_applies\": " << jbool(c.rel_l2_applies) << ", \"nonfinite\": " << c.err.nonfinite
+       << ", \"count\": " << c.err.count << ", \"ref_max_abs\": " << jnum(c.ref_max_abs) << "}";
+  }
+}
+
 // The JSON members both reports share, from "tolerance" to the opening of "rows".
 template <typename Report>
 void json_tolerance_and_notes(const Report& r, std::ostream& os) {
@@ -218,14 +229,7 @@ void print_json(const BenchReport& r, std::ostream& os) {
        << (timed && r.has_sgemm ? jnum(row.tflops / r.sgemm_tflops) : "null")
        << ", \"peak_extra_bytes\": "
        << (row.peak_bytes >= 0 ? std::to_string(row.peak_bytes) : "null") << ", \"checks\": [";
-    for (size_t j = 0; j < row.checks.size(); ++j) {
-      const TensorCheck& c = row.checks[j];
-      os << (j ? ", " : "") << "{\"tensor\": " << jstr(c.name) << ", \"pass\": " << jbool(c.pass)
-         << ", \"max_abs\": " << jnum(c.err.max_abs) << ", \"rel_l2\": " << jnum(c.err.rel_l2)
-         << ", \"rel_l2_applies\": " << jbool(c.rel_l2_applies)
-         << ", \"nonfinite\": " << c.err.nonfinite << ", \"count\": " << c.err.count
-         << ", \"ref_max_abs\": " << jnum(c.ref_max_abs) << "}";
-    }
+    json_checks(row.checks, os);
     os << "]}";
   }
   os << "\n  ],\n  \"sgemm\": ";
@@ -321,14 +325,7 @@ void print_decode_json(const DecodeReport& r, std::ostream& os) {
        << ", \"ms_median\": " << (timed ? jnum(row.median_ms) : "null")
        << ", \"ms\": " << jarray(row.ms)
        << ", \"tb_per_s\": " << (timed ? jnum(row.tb_per_s) : "null") << ", \"checks\": [";
-    for (size_t j = 0; j < row.checks.size(); ++j) {
-      const TensorCheck& c = row.checks[j];
-      os << (j ? ", " : "") << "{\"tensor\": " << jstr(c.name) << ", \"pass\": " << jbool(c.pass)
-         << ", \"max_abs\": " << jnum(c.err.max_abs) << ", \"rel_l2\": " << jnum(c.err.rel_l2)
-         << ", \"rel_l2_applies\": " << jbool(c.rel_l2_applies)
-         << ", \"nonfinite\": " << c.err.nonfinite << ", \"count\": " << c.err.count
-         << ", \"ref_max_abs\": " << jnum(c.ref_max_abs) << "}";
-    }
+    json_checks(row.checks, os);
     os << "]}";
   }
   os << "\n  ],\n  \"all_passed\": " << jbool(r.all_passed()) << "\n}\n";
