@@ -21,6 +21,10 @@
 #               default 1000; the ones it leaves to cuda_sm80 are drawn on top), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
+#     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
+#               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
+#               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
+#               main kernel (tools/sass_hotspots.py) -> $OUT/sass_bwd_hot.txt
 #     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
 #               16k, causal and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all)
 set -uo pipefail
@@ -141,6 +145,31 @@ if has bwd-bench; then
 --batch 1 --heads 16 --seqlen 16384 --head-dim 128 --causal
 --batch 1 --heads 32 --seqlen 16384 --head-dim 64
 --batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
+fi
+if has bwd-profile; then
+  metrics=$(sed -n '/^  metrics="gpu__time/,/stalled_/p' tools/gpu_check.sh | sed -E 's/^ *metrics\+?="?//; s/"$//' | tr -d '\n' |
+    sed 's/\\\\/\\/g')
+  metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active"
+  files=()
+  for causal in "" "--causal"; do
+    tag=full; [ -n "$causal" ] && tag=causal
+    timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:FlashBwdKernel|BwdConvertDq' -c 2 "$BIN/flashlab" bench --impl cuda_sm90 \
+      ${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128} $causal --backward --warmup 0 --iters 1 \
+      --no-check --no-sgemm --quiet > "$OUT/ncu_bwd_$tag.txt" 2>&1
+    echo "ncu bwd $tag rc $?"
+    files+=("$OUT/ncu_bwd_$tag.txt")
+  done
+  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_bwd_table.md"
+  # Per-SASS-line issue and stall samples of the main kernel (non-causal): tools/sass_hotspots.py.
+  timeout 200 ncu --section SourceCounters --section WarpStateStats --kernel-name-base demangled \
+    -k 'regex:FlashBwdKernel' -c 1 -f -o "$OUT/sass_bwd" "$BIN/flashlab" bench --impl cuda_sm90 \
+    ${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128} --backward --warmup 0 --iters 1 \
+    --no-check --no-sgemm --quiet > "$OUT/sass_bwd.log" 2>&1
+  ncu --import "$OUT/sass_bwd.ncu-rep" --page source --csv --print-source sass > /tmp/sass_bwd.csv 2>> "$OUT/sass_bwd.log"
+  python3 tools/sass_hotspots.py /tmp/sass_bwd.csv --top 60 > "$OUT/sass_bwd_hot.txt" 2>&1
+  rm -f "$OUT/sass_bwd.ncu-rep"
+  head -50 "$OUT/sass_bwd_hot.txt"
 fi
 if has kvcache; then
   FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 240 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1

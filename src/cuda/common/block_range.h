@@ -88,6 +88,26 @@ FLASHLAB_HD void relative_key_bounds(const RowMask& m, int64_t row, int k_len, i
   *hi_rel = static_cast<int>(hi > -1 ? hi : -1) - j0;
 }
 
+
+// The transpose of relative_key_bounds, for a kernel whose score tile has keys as rows (sm90's
+// backward, Sᵀ = K·Qᵀ): the query rows that see key `key`, as offsets from row i0 — row i0 + di
+// sees it iff lo_rel <= di <= hi_rel. From visible_keys(): row i sees key j iff j < seqlen_k and
+// i + shift − left <= j <= i + shift + right (a bound of −1 is absent), i.e.
+//   j − shift − right <= i <= j − shift + left.
+// Clamped into [−1, kSpan] (kSpan: the rows of the tile), so a key no row sees gives an empty
+// interval and the per-score test stays key_masked()'s two compares.
+template <int kSpan>
+FLASHLAB_HD void relative_query_bounds(const RowMask& m, int key, int k_len, int i0, int* lo_rel, int* hi_rel) {
+  int64_t lo = -1, hi = kSpan;  // relative to i0
+  if (key >= k_len) {
+    lo = 0, hi = -1;
+  } else {
+    if (m.right >= 0) lo = key - m.shift - m.right - i0;
+    if (m.left >= 0) hi = key - m.shift + m.left - i0;
+  }
+  *lo_rel = static_cast<int>(lo < -1 ? -1 : lo > kSpan ? kSpan : lo);
+  *hi_rel = static_cast<int>(hi < -1 ? -1 : hi > kSpan ? kSpan : hi);
+}
 // Query blocks [m_min, m_max) hold every row that sees a key of key block n_block. Row i sees
 // [lo(i), hi(i)]; lo and hi never decrease with i, and for a window/causal mask both are clamped
 // forms of i + shift ∓ w, so:

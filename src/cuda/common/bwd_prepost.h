@@ -1,7 +1,9 @@
 // src/cuda/common/bwd_prepost.h — the small kernels before and after the backward's main kernel.
 //
 //   bwd_preprocess_kernel   D_i = rowsum(dO_i ∘ O_i) in fp32 -> workspace dsum (FlashAttention-2's
-//                           "dot(dO, O)"; O is the forward's output, dropout scaling included).
+//                           "dot(dO, O)"; O is the forward's output, dropout scaling included);
+//                           with BwdRowArgs::row_stats_tiles, D and LSE · log2(e) -> the 64-row
+//                           tiles of row_stats instead, padding rows included (cuda_sm90)
 //   bwd_convert_dkv_kernel  GQA: dK, dV = the fp32 workspace slices -> the dtype outputs; in
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
@@ -20,6 +22,7 @@
 #include "cuda/common/bwd_workspace.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
+#include "cuda/common/math.h"  // kLog2e
 
 namespace flashlab {
 namespace common {
@@ -74,9 +77,13 @@ __global__ void __launch_bounds__(kPrepostThreads)
   const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int d0 = 8 * lane;
-  for (int r = m0 + warp; r < m0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
+  const BwdRowArgs& rows = params.rows;
+  static_assert(kPrepostRows == kRowStatsBlock, "one CTA writes one row_stats tile");
+  // Tiles: every row of the block, the padding past the sequence too.
+  const int r_end = rows.row_stats_tiles ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
+  for (int r = m0 + warp; r < r_end; r += kPrepostThreads / 32) {  // warp-uniform
     float sum = 0.0f;
-    if (d0 < in.head_dim) {
+    if (r < s.len && d0 < in.head_dim) {
       Pack8<Element> o, d;
       o.raw = *reinterpret_cast<const uint4*>(
           static_cast<const Element*>(in.out) +
@@ -88,8 +95,22 @@ __global__ void __launch_bounds__(kPrepostThreads)
       for (int i = 0; i < 8; ++i) sum += o.get(i) * d.get(i);
     }
     sum = warp_sum(sum);
-    if (lane == 0)
-      params.rows.dsum[int64_t(head) * params.rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
+    if (lane != 0) continue;
+    if (!rows.row_stats_tiles) {
+      rows.dsum[int64_t(head) * rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
+      continue;
+    }
+    float lse_log2 = INFINITY;  // past the sequence, or no visible key: P = 0
+    if (r < s.len) {
+      const float lse =
+          rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
+                            : int64_t(s.b) * rows.lse_batch_stride + int64_t(head) * rows.lse_head_stride + r];
+      if (lse != -INFINITY) lse_log2 = lse * kLog2e;
+    }
+    float* tile = rows.row_stats + row_stats_tile_offset(s.b, static_cast<int>(blockIdx.x), head,
+                                                         params.seq.seqlen_q, params.seq.heads_q);
+    tile[r - m0] = lse_log2;
+    tile[kRowStatsBlock + r - m0] = sum;
   }
 }
 

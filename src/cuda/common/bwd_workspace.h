@@ -4,6 +4,11 @@
 // 256-byte boundary; rows_q = batch · seqlen_q and rows_k = batch · seqlen_k, the maximum lengths,
 // which bound the packed totals of a varlen batch as well:
 //   dsum      heads_q × rows_q                       D_i = rowsum(dO_i ∘ O_i), preprocess kernel
+//   row_stats batch × round_up(seqlen_q, 128)        cuda_sm90: per 64-row query block (tiles as
+//             × heads_q × 2                          dq_accum's, row_stats_tile_offset()), its 64
+//                                                    LSE · log2(e), then its 64 D, padded (+inf, 0),
+//                                                    so one 512-byte bulk copy loads a block's
+//                                                    (written by the preprocess kernel for sm90)
 //   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 atomics   (not deterministic),
 //             × heads_q × bucket(head_dim)           in tiles: see dq_accum_tile_offset() below
 //   dk_accum  rows_k × heads_acc × head_dim          GQA only (kv_group > 1):
@@ -44,9 +49,18 @@ FLASHLAB_HD int64_t dq_accum_floats(int batch, int seqlen_q, int heads_q, int bl
   return dq_accum_tile_offset(batch, 0, 0, seqlen_q, heads_q, block_m, bucket);
 }
 
+// ---- row_stats: the tile of (sequence b, query block m of 64 rows, head): kRowStatsBlock LSE ·
+// log2(e) (+inf where the row has no visible key or lies past the sequence: P = 0 there), then
+// kRowStatsBlock D (0 past the sequence). Written by the preprocess kernel when
+// BwdRowArgs::row_stats_tiles is set (cuda_sm90), read by the main kernel's producer.
+constexpr int kRowStatsBlock = 64;
+FLASHLAB_HD int64_t row_stats_tile_offset(int b, int m_block, int head, int seqlen_q, int heads_q) {
+  return dq_accum_tile_offset(b, m_block, head, seqlen_q, heads_q, kRowStatsBlock, 2);
+}
+
 // ---- Workspace layout (host). Offsets in bytes from the workspace base.
 struct BwdWorkspaceLayout {
-  int64_t dsum = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
+  int64_t dsum = 0, row_stats = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
   int64_t bytes = 0;                                              // total size required
 };
 
@@ -63,9 +77,10 @@ inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, 
   int64_t at = 0;
   w.dsum = at;
   at += bwd_align256(4 * heads_q * rows_q);
+  const int64_t rows_padded = batch * ((seqlen_q + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign);
+  w.row_stats = at;
+  at += bwd_align256(4 * rows_padded * heads_q * 2);
   if (!deterministic) {
-    const int64_t rows_padded =
-        batch * ((seqlen_q + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign);
     w.dq_accum = at;
     at += bwd_align256(4 * rows_padded * heads_q * head_dim_bucket(static_cast<int>(head_dim)));
   }

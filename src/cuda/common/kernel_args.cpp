@@ -128,6 +128,7 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* ws) {
   r.lse_batch_stride = p.lse_batch_stride;
   r.lse_head_stride = p.lse_head_stride;
   r.dsum = section(w.dsum);
+  r.row_stats = section(w.row_stats);
   r.rows_q = p.batch * p.seqlen_q;
 
   BwdGradArgs& g = k.grad;

@@ -111,6 +111,10 @@ struct BwdRowArgs {
   int64_t lse_batch_stride = 0, lse_head_stride = 0;
   float* dsum = nullptr;  // workspace: (heads_q, rows_q)
   int64_t rows_q = 0;     // batch · seqlen_q: the row extent of every per-query-row workspace array
+  // workspace: LSE · log2(e) and D in 64-row tiles (bwd_workspace.h); the preprocess kernel writes
+  // them instead of dsum when row_stats_tiles is set (cuda_sm90 sets it)
+  float* row_stats = nullptr;
+  bool row_stats_tiles = false;
 };
 
 // How the main kernel delivers dK and dV. CTA-uniform, chosen on the host.

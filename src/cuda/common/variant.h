@@ -236,6 +236,75 @@ struct ScoreVariant {
       }
     }
   }
+
+  // ---- Backward, transposed (sm90's backward: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, keys as rows). The
+  // same P and dS as p_and_ds, without dropout: s, dp are (key rows, query columns); tStS gives
+  // their (key, query) tile coordinates. A thread's columns are many queries (16 of a 64 × 64
+  // wgmma accumulator), so their LSE · log2(e) and D are read from shared memory: lse_log2 and
+  // dsum hold the query block's kBlockM values (+inf and 0 for rows past the sequence).
+  // kGeneral: the kernel compiled for softcap / ALiBi (general(params)); otherwise for neither.
+  // Two kernels, not a branch: with both loops in one kernel its registers spill (ptxas, D 128);
+  // for the same reason the general kernel has one loop, masked or not.
+  static bool general(const Params& params) { return params.alibi_slopes != nullptr || params.softcap > 0.0f; }
+  template <bool kGeneral, typename TensorS, typename TensorC>
+  __device__ void p_and_ds_transposed(TensorS& s, TensorS& dp, TensorC const& tStS, int m_block, int n_block,
+                                      bool needs_mask, const float* lse_log2, const float* dsum) const {
+    if (needs_mask || kGeneral)  // the general kernel: one loop (the mask test is cheap beside softcap)
+      p_and_ds_t<true, !kGeneral>(s, dp, tStS, m_block, n_block, lse_log2, dsum);
+    else
+      p_and_ds_t<false, !kGeneral>(s, dp, tStS, m_block, n_block, lse_log2, dsum);
+  }
+
+  // kMask: some score may be masked; kSimple: no softcap and no ALiBi (one FFMA + one MUFU.EX2 for
+  // P, two operations for dS). Columns go in pairs (c, c + 1): adjacent queries, one 8-byte load
+  // of each of LSE and D serves the thread's rows.
+  template <bool kMask, bool kSimple, typename TensorS, typename TensorC>
+  __device__ void p_and_ds_t(TensorS& s, TensorS& dp, TensorC const& tStS, int m_block, int n_block,
+                             const float* lse_log2, const float* dsum) const {
+    constexpr int kRows = decltype(size<0>(s))::value;
+    static_assert(decltype(size<1>(s))::value % 2 == 0, "column pairs");
+    const int q0 = static_cast<int>(get<1>(tStS(0, 0)));  // the thread's first query in the block
+    const int i0 = m_block * kBlockM + q0;
+    const float scale_log2 = p.softmax_scale * kLog2e;
+    int lo_rel[kRows], hi_rel[kRows];
+    float diag_rel[kRows];  // i0 + shift − key: ALiBi's distance is diag_rel + di
+    RowMask m;
+    if constexpr (kMask || !kSimple) m = sequence_mask(p, t);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const int key = n_block * kBlockN + static_cast<int>(get<0>(tStS(r, 0)));
+      lo_rel[r] = 0, hi_rel[r] = kBlockM;
+      if constexpr (kMask) relative_query_bounds<kBlockM>(m, key, t.k_len, i0, &lo_rel[r], &hi_rel[r]);
+      diag_rel[r] = kSimple ? 0.0f : static_cast<float>(i0 + static_cast<int>(m.shift) - key);
+    }
+    CUTE_UNROLL
+    for (int c = 0; c < size<1>(s); c += 2) {
+      // di: a compile-time offset from q0 (see before_softmax on why not the coordinate itself).
+      const int di = static_cast<int>(get<1>(tStS(0, c))) - q0;
+      const float2 lse2 = *reinterpret_cast<const float2*>(lse_log2 + q0 + di);
+      const float2 d2 = *reinterpret_cast<const float2*>(dsum + q0 + di);
+      CUTE_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const float lse = e == 0 ? lse2.x : lse2.y;
+        const float d = e == 0 ? d2.x : d2.y;
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          float sigma = 1.0f, prob;
+          if constexpr (kSimple) {
+            prob = fast_exp2(fmaf(s(r, c + e), scale_log2, -lse));
+          } else {
+            const float x = score_mod(s(r, c + e), diag_rel[r] + static_cast<float>(di + e), &sigma);
+            prob = fast_exp2(fmaf(x, kLog2e, -lse));
+          }
+          if constexpr (kMask) {
+            if (key_masked(di + e, lo_rel[r], hi_rel[r])) prob = 0.0f;
+          }
+          dp(r, c + e) = kSimple ? prob * (dp(r, c + e) - d) : prob * (dp(r, c + e) - d) * sigma;
+          s(r, c + e) = prob;
+        }
+      }
+    }
+  }
 };
 
 }  // namespace common

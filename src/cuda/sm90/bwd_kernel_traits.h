@@ -3,23 +3,25 @@
 // One CTA = one key block of kBlockN = 128 keys of one query head (FlashAttention-2's outer loop,
 // as sm80's backward). Two consumer warpgroups split the key block: warpgroup w owns keys
 // [64w, 64w + 64) of it, and for each query block of kBlockM = 64 rows computes (per warpgroup,
-// M × N × K):
+// M × N × K), with the keys as the rows of the score tile ("orientation B", FlashAttention-3's
+// SdP_swapAB):
 //   product        shape           A                          B                          kind
-//   S  = Q·Kᵀ      64 × 64 × D     Q (64, D) smem, K-major    K_w (64, D) smem, K-major    SS
-//   dP = dO·Vᵀ     64 × 64 × D     dO (64, D) smem            V_w (64, D) smem             SS
-//   dV += Pᵀ·dO    64 × D × 64     Pᵀ view of P_w, MN-major   dOᵀ view (D, 64), MN-major   SS
-//   dK += dSᵀ·Q    64 × D × 64     dSᵀ view of dS_w           Qᵀ view (D, 64)              SS
-// and dQ, one of two ways (kDqSplit):
-//   split (D 128)  dQ[:, half w] = dS·K[:, half w]    64 × D/2 × 128   dS (64, 128) smem, both
-//                  warpgroups' keys (a barrier over both first); Kᵀ view (D/2, 128)         SS
-//   per warpgroup  dQ_w = dS_w·K_w                    64 × D × 64      dS_w from registers;
-//                  (D 96: D/2 = 48 is not a whole swizzle atom of Kᵀ)     K_wᵀ view (D, 64)     RS
+//   Sᵀ  = K·Qᵀ     64 × 64 × D     K_w (64, D) smem, K-major  Q (64, D) smem, K-major      SS
+//   dPᵀ = V·dOᵀ    64 × 64 × D     V_w (64, D) smem           dO (64, D) smem              SS
+//   dV += Pᵀ·dO    64 × D × 64     Pᵀ from registers          dOᵀ view (D, 64), MN-major   RS
+//   dK += dSᵀ·Q    64 × D × 64     dSᵀ from registers         Qᵀ view (D, 64), MN-major    RS
+// and dQ = dS·K from shared memory (dSᵀ is stored with the queries contiguous, so dS is its
+// MN-major view), one of two ways (kDqSplit):
+//   split (D 128)  dQ[:, half w] = dS·K[:, half w]    64 × D/2 × 128   both warpgroups' keys (a
+//                  barrier over both first); Kᵀ view (D/2, 128), MN-major                  SS
+//   per warpgroup  dQ_w = dS_w·K_w                    64 × D × 64      (D 96: D/2 = 48 is not a
+//                  whole swizzle atom of Kᵀ)          K_wᵀ view (D, 64)                    SS
 // Split, each CTA adds 64 × D floats of dQ per query block to global memory; per warpgroup, twice
 // that (both warpgroups add a full 64 × D partial sum), and the dQ accumulator is twice as large.
-// S and dP have the forward's orientation (queries as rows, 2 rows per thread), so the score
-// variant (common::ScoreVariant::p_and_ds) runs on them unchanged. P and dS go to shared memory
-// (16-bit) because dV and dK need them transposed as the A operand. Every transposed operand is the
-// same bytes under a transposed layout (composition), as the forward's Vᵀ.
+// Sᵀ's accumulator gives a thread 2 keys × 16 queries, so the per-query LSE and D come from shared
+// memory (ScoreVariant::p_and_ds_transposed). P never leaves the registers: the 16-bit Pᵀ and dSᵀ
+// are the A operands of dV and dK as they are (the forward's P·V trick). Every transposed operand
+// is the same bytes under a transposed layout (composition), as the forward's Vᵀ.
 #pragma once
 
 #include <type_traits>
@@ -61,40 +63,42 @@ struct BwdTraits {
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup
   static constexpr int kDqSlabs = kDqSplit ? 2 : 1;   // (64, kDqCols) fragments per dq_accum tile
   static constexpr int kDsStages = kDqSplit ? 2 : 1;  // dS read by both warpgroups: double-buffered
-  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, S + dP = 2 · 32, dQ =
-  // 64·kDqCols/128. D 128: 128 + 64 live in p_and_ds, 128 + 32 while dQ is computed.
+  // dQ's K extent: all 128 keys (split) or the warpgroup's 64.
+  static constexpr int kDqKeys = kDqSplit ? kBlockN : kKeysPerWarpGroup;
+  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, Sᵀ + dPᵀ = 2 · 32, dQ =
+  // 64·kDqCols/128; Pᵀ and dSᵀ in 16 bits (2 · 16) stay live until dV and dK retire. D 128:
+  // 128 + 64 live in p_and_ds, 128 + 32 + 32 while dQ, dV and dK run.
   static_assert(kHeadDim % 16 == 0 && kHeadDim <= 128, "the first Hopper backward serves head dims <= 128");
   static_assert(sizeof(Element) == 2, "the GMMA atoms below take 16-bit inputs");
 
   using OneWarpGroup = Layout<Shape<_1, _1, _1>>;
   using TiledMmaSdP =
       decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, ElementAccum,
-                                                   Shape<_64, Int<kKeysPerWarpGroup>, Int<kHeadDim>>>(),
+                                                   Shape<Int<kKeysPerWarpGroup>, Int<kBlockM>, Int<kHeadDim>>>(),
                               OneWarpGroup{}));
   using TiledMmadKV = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
+      GMMA::rs_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
+                           GMMA::Major::K, GMMA::Major::MN>(),
+      OneWarpGroup{}));
+  using TiledMmadQ = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kDqCols>, Int<kDqKeys>>,
                            GMMA::Major::MN, GMMA::Major::MN>(),
       OneWarpGroup{}));
-  using TiledMmadQ = std::conditional_t<
-      kDqSplit,
-      decltype(make_tiled_mma(
-          GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kDqCols>, Int<kBlockN>>,
-                               GMMA::Major::K, GMMA::Major::MN>(),
-          OneWarpGroup{})),
-      decltype(make_tiled_mma(GMMA::rs_op_selector<Element, Element, ElementAccum,
-                                                   Shape<_64, Int<kHeadDim>, Int<kKeysPerWarpGroup>>,
-                                                   GMMA::Major::K, GMMA::Major::MN>(),
-                              OneWarpGroup{}))>;
 
   // ---- Shared memory, K-major as TMA writes it / as the accumulator stores write it; the
-  // transposed views below read the same bytes. Warpgroup w's part of K, V, P, dS is rows (K, V)
-  // or columns (P, dS) [64w, 64w + 64): local_tile of these.
+  // transposed views below read the same bytes. Warpgroup w's part of K, V and dSᵀ is rows
+  // [64w, 64w + 64): local_tile of these.
   using SmemAtom = decltype(smem_atom_k_major<Element, kHeadDim>());
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>, Int<kStages>>{}));
   using SmemLayoutK =
       decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));  // (BLK_N, HDIM)
-  using SmemLayoutPdS = decltype(tile_to_shape(smem_atom_k_major<Element, kKeysPerWarpGroup>(),
-                                               Shape<Int<kBlockM>, Int<kBlockN>, Int<kDsStages>>{}));
+  // (BLK_N, BLK_M, DS_STAGES): dSᵀ as the Sᵀ accumulator stores it, queries contiguous.
+  using SmemLayoutdSt = decltype(tile_to_shape(smem_atom_k_major<Element, kBlockM>(),
+                                               Shape<Int<kBlockN>, Int<kBlockM>, Int<kDsStages>>{}));
+  // (BLK_M, BLK_N, DS_STAGES): dS, the A operand of dQ (MN-major).
+  using SmemLayoutdS = decltype(composition(
+      SmemLayoutdSt{},
+      make_ordered_layout(Shape<Int<kBlockM>, Int<kBlockN>, Int<kDsStages>>{}, Step<_2, _1, _3>{})));
   // (HDIM, BLK_M, STAGES): Qᵀ and dOᵀ, the B operands of dK and dV.
   using SmemLayoutQt = decltype(composition(
       SmemLayoutQ{},
@@ -102,10 +106,6 @@ struct BwdTraits {
   // (HDIM, BLK_N): Kᵀ, the B operand of dQ.
   using SmemLayoutKt = decltype(composition(
       SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, Step<_2, _1>{})));
-  // (BLK_N, BLK_M, STAGES): Pᵀ and dSᵀ, the A operands of dV and dK.
-  using SmemLayoutPdSt = decltype(composition(
-      SmemLayoutPdS{},
-      make_ordered_layout(Shape<Int<kBlockN>, Int<kBlockM>, Int<kDsStages>>{}, Step<_2, _1, _3>{})));
 
   // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous. Q and dO: one (64, HDIM)
   // box per stage; K and V: one (BLK_N, HDIM) box each.

@@ -2,7 +2,8 @@
 // stream.
 //
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
-//   1. common::bwd_prologue       zero dq_accum (and GQA's dk/dv_accum); D = rowsum(dO ∘ O)
+//   1. common::bwd_prologue       zero dq_accum (and GQA's dk/dv_accum); LSE · log2(e) and
+//                                 D = rowsum(dO ∘ O) as 64-row row_stats tiles (bwd_workspace.h)
 //   2. FlashBwdKernel             dK, dV; dq_accum += dS·K          (flash_bwd_kernel.h)
 //   3. BwdConvertDq               dq_accum · scale -> dQ            (epilogue_bwd.h)
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
@@ -27,8 +28,9 @@
 namespace flashlab {
 namespace sm90 {
 
-template <typename Traits>
-using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>>;
+template <typename Traits, bool kGeneral>
+using BwdKernel =
+    FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, kGeneral>;
 
 // Prepares and launches one kernel struct (no launch for an empty grid).
 template <typename Kernel>
@@ -45,14 +47,20 @@ Status launch_bwd_kernel(const common::BwdArguments& args, cudaStream_t stream, 
 }
 
 template <DType kDType, int kHeadDim>
-Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
+Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
   using Element = typename common::ElementOf<kDType>::type;
   using Traits = BwdTraits<kHeadDim, Element>;
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
-  if (args.seq.batch == 0 || args.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  if (args_in.seq.batch == 0 || args_in.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  common::BwdArguments args = args_in;
+  args.rows.row_stats_tiles = true;  // the producer loads LSE and D as 64-row tiles
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
-  FLASHLAB_RETURN_IF_ERROR(launch_bwd_kernel<BwdKernel<Traits>>(args, stream, "backward kernel"));
+  // Softcap and ALiBi have a kernel of their own (flash_bwd_kernel.h, kGeneral).
+  const Status main_kernel = common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>::general(args.score)
+                                ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
+                                : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+  FLASHLAB_RETURN_IF_ERROR(main_kernel);
   FLASHLAB_RETURN_IF_ERROR(
       launch_bwd_kernel<BwdConvertDq<Traits>>(args, stream, "backward dQ conversion kernel"));
   return common::bwd_epilogue_dkv<Element>(args, stream, kImplName);

@@ -9,19 +9,23 @@
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) (2 stages)
 //   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
-//     issue S = Q·K_wᵀ, dP = dO·V_wᵀ; wait         (SS, both in flight together)
-//     P, dS = variant(S, dP, LSE, D)                ScoreVariant::p_and_ds
-//     P, dS (16-bit) -> shared; fence; barrier      over the warpgroup's four warps, or both
-//                                                   warpgroups when dQ reads all 128 keys' dS
-//     issue dQ (bwd_kernel_traits.h: split or per warpgroup), dV += Pᵀ·dO, dK += dSᵀ·Q (SS)
-//     wait for dQ; dq_accum[m] += dQ                red.global.add.v4.f32, while dV and dK run
-//     wait; release Q(m), dO(m)
+//     issue Sᵀ = K_w·Qᵀ, dPᵀ = V_w·dOᵀ; wait        (SS, both in flight together)
+//     Pᵀ, dSᵀ = variant(Sᵀ, dPᵀ, LSE, D)            ScoreVariant::p_and_ds_transposed
+//     dSᵀ (16-bit) -> shared; fence                 the barrier (below) is over the warpgroup's
+//                                                   four warps, or both warpgroups when dQ reads
+//                                                   all 128 keys' dS
+//     issue dV += Pᵀ·dO, dK += dSᵀ·Q                (RS: Pᵀ and dSᵀ from registers); the barrier
+//                                                   waits while they run
+//     wait
+//     issue dQ (SS: bwd_kernel_traits.h, split or per warpgroup); wait
+//     dq_accum[m] += dQ                             red.global.add.v4.f32
+//     release Q(m), dO(m)
 //   then dK · scale, dV -> global (epilogue_bwd.h).
 // With the split dQ a warpgroup reads the other's dS: dS is double-buffered by query block, and
 // the barrier of block m + 1 (which both warpgroups reach only after their block-m products
 // retired) keeps a buffer from being overwritten while read.
-// Stage 1-2 of docs/design/sm90-backward.md §8: each batch of products is waited for before the
-// next.
+// Stage 4 of docs/design/sm90-backward.md §8 (orientation B); each batch of products is waited
+// for before the next.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -43,7 +47,8 @@ namespace sm90 {
 
 using namespace cute;
 
-template <typename Mainloop_, typename Variant_>
+// kGeneral: compiled for softcap / ALiBi (Variant::general(params)); bwd_launch.h picks.
+template <typename Mainloop_, typename Variant_, bool kGeneral>
 struct FlashBwdKernel {
   using Mainloop = Mainloop_;
   using Variant = Variant_;
@@ -69,7 +74,7 @@ struct FlashBwdKernel {
   };
   static Params to_params(const common::BwdArguments& a) {
     return Params{TileScheduler::to_params(a.seq),
-                  Mainloop::to_params({a.in, a.seq}),
+                  Mainloop::to_params({a.in, a.seq, a.rows}),
                   Variant::to_params(a.score),
                   a.rows,
                   a.grad,
@@ -92,7 +97,7 @@ struct FlashBwdKernel {
     pipe.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
     pipe.is_leader = threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0;
     pipe.num_consumers = Traits::kMmaThreads;
-    pipe.transaction_bytes = 2 * Traits::kTmaBytesQ;  // Q and dO
+    pipe.transaction_bytes = 2 * Traits::kTmaBytesQ + Mainloop::kStatsBytes;  // Q, dO, LSE and D
     Pipeline pipeline(smem.pipeline_qdo, pipe);
     __syncthreads();  // barrier initializations visible to every warp
 
@@ -128,85 +133,72 @@ struct FlashBwdKernel {
     if (!range.empty()) {
       Mainloop mainloop(smem, wtid, wg);
       const Variant variant(params.variant, tile);
-      const common::Dropout<false> no_dropout(common::DropoutArgs{}, tile, 0);
-      // (row, col) of this thread's S / dP values in the (BLK_M, BLK_N) tile: the warpgroup's keys
-      // are columns [64 wg, 64 wg + 64).
-      Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});
-      Tensor cSw =
-          local_tile(cS, Shape<Int<kBlockM>, _64>{}, make_coord(_0{}, wg));  // (BLK_M, 64) -> (row, col)
-      Tensor tScS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cSw));  // (2 rows, 16 cols)
+      // (key, query) of this thread's Sᵀ / dPᵀ values in the (BLK_N, BLK_M) tile: the warpgroup's
+      // keys are rows [64 wg, 64 wg + 64).
+      Tensor cSt = make_identity_tensor(Shape<Int<kBlockN>, Int<kBlockM>>{});
+      Tensor cStw =
+          local_tile(cSt, Shape<_64, Int<kBlockM>>{}, make_coord(wg, _0{}));  // (64, BLK_M) -> (key, query)
+      Tensor tStS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cStw));  // (2 keys, 16 queries)
       auto copy_r2s =
           make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
       auto thr_r2s = copy_r2s.get_thread_slice(wtid);
-      // The warpgroup's columns of P and dS: (BLK_M, 64, DS_STAGES).
-      auto columns = [&](Element* ptr) {
-        Tensor t = make_tensor(make_smem_ptr(ptr), typename Traits::SmemLayoutPdS{});
-        return local_tile(t, Shape<Int<kBlockM>, _64, Int<Traits::kDsStages>>{}, make_coord(_0{}, wg, _0{}));
-      };
-      Tensor tPsP = thr_r2s.partition_D(columns(smem.p.data()));    // (CPY, CPY_M, CPY_N, DS_STAGES)
-      Tensor tPsdS = thr_r2s.partition_D(columns(smem.ds.data()));  // (CPY, CPY_M, CPY_N, DS_STAGES)
+      // The warpgroup's rows of dSᵀ: (64, BLK_M, DS_STAGES).
+      Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutdSt{});
+      Tensor tPsdS = thr_r2s.partition_D(
+          local_tile(sdSt, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{})));
 
-      // LSE (natural log) and D of the query rows: BwdRowArgs as in sm80's mainloop.
-      const common::BwdRowArgs& rows = params.rows;
-      const float* lse_ptr = rows.lse + tile.lse_offset(rows.lse_batch_stride, rows.lse_head_stride);
-      const float* dsum_ptr =
-          rows.dsum + tile.q_offset(params.scheduler.seqlen_q, 1, rows.rows_q, 0, tile.head);
       float* const dq_base = params.grad.dq_accum;
 
-      // The warpgroup's four warps, or (split dQ) both warpgroups.
-      const BwdBarrier pds_barrier = Traits::kDqSplit ? BwdBarrier::kPdSAll : offset(BwdBarrier::kPdSWG1, wg);
-      constexpr int kPdSThreads = Traits::kDqSplit ? Traits::kMmaThreads : cutlass::NumThreadsPerWarpGroup;
+      // dS: the warpgroup's four warps, or (split dQ) both warpgroups.
+      const BwdBarrier ds_barrier = Traits::kDqSplit ? BwdBarrier::kDsAll : offset(BwdBarrier::kDsWG1, wg);
+      constexpr int kDsThreads = Traits::kDqSplit ? Traits::kMmaThreads : cutlass::NumThreadsPerWarpGroup;
       PipelineState state;  // consumer: stage 0, phase 0
       smem.barrier_kv.wait(0);
       CUTE_NO_UNROLL
       for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
         const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
-        float lse_log2[kRows], dsum[kRows];
-        CUTE_UNROLL
-        for (int r = 0; r < kRows; ++r) {
-          const int row = m_block * kBlockM + static_cast<int>(get<0>(tScS(r, 0)));
-          const float lse = row < tile.q_len ? lse_ptr[row] : -INFINITY;
-          lse_log2[r] = lse == -INFINITY ? INFINITY : lse * common::kLog2e;  // no visible key: P = 0
-          dsum[r] = row < tile.q_len ? dsum_ptr[row] : 0.0f;
-        }
-        Tensor acc_s = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, _64>{});  // ((2, 2, 8), 1, 1)
-        Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kBlockM>, _64>{});
+        Tensor acc_s = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});  // ((2, 2, 8), 1, 1)
+        Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
         pipeline.consumer_wait(state);
         const int stage = state.index();
-        mainloop.issue_s_dp(stage, acc_s, acc_dp);
-        warpgroup_wait<0>();
+        mainloop.issue_s(stage, acc_s);
+        mainloop.issue_dp(stage, acc_dp);  // both in flight together
 
         tile.m_block = m_block;
         const bool needs_mask =
             common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
         Tensor s = rowcol_view(acc_s);
         Tensor dp = rowcol_view(acc_dp);
-        variant.template p_and_ds</*kMaskedSimple=*/true>(s, dp, tScS, m_block, n_block, needs_mask, lse_log2,
-                                                          dsum, no_dropout);
+        const float* lse_log2 = smem.stats.data() + stage * Mainloop::kStatsFloats;  // the block's row_stats
+        const float* dsum = lse_log2 + kBlockM;
         Tensor p16 = make_tensor<Element>(acc_s.layout());
         Tensor ds16 = make_tensor<Element>(acc_dp.layout());
+        auto pt = make_tensor(p16.data(), acc_as_a_operand(acc_s.layout()));
+        auto dst = make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout()));
+        warpgroup_wait<0>();
+        variant.template p_and_ds_transposed<kGeneral>(s, dp, tStS, m_block, n_block, needs_mask, lse_log2, dsum);
         convert_into(acc_s, p16);
+        mainloop.issue_dv(stage, pt, acc_dv);
         convert_into(acc_dp, ds16);
-        copy(copy_r2s, thr_r2s.retile_S(p16), tPsP(_, _, _, ds_stage));
         copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS(_, _, _, ds_stage));
-        // The wgmma below read what the warps wrote, through the async proxy.
+        // The dQ wgmma reads what the warps wrote, through the async proxy.
         cutlass::arch::fence_view_async_shared();
-        named_barrier_sync(kPdSThreads, pds_barrier);
-
-        // dQ first: its reductions to global memory go out while dV and dK are computed.
+        mainloop.issue_dk(stage, dst, acc_dk);
+        named_barrier_sync(kDsThreads, ds_barrier);  // while dV and dK run
+        // dQ once dV retired: with Pᵀ, dSᵀ (registers of the RS products) and dQ's accumulator
+        // live together, ptxas spills (D 128).
+        warpgroup_wait<1>();
         Tensor acc_dq =
             partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
-        mainloop.issue_dq(smem, wtid, wg, ds_stage,
-                          make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout())), acc_dq);
-        mainloop.issue_dv_dk(stage, ds_stage, acc_dv, acc_dk);
-        warpgroup_wait<2>();  // dQ done; dV, dK may still run
+        mainloop.issue_dq(ds_stage, acc_dq);
+        warpgroup_wait<1>();               // dK retired
+        pipeline.consumer_release(state);  // Q(m), dO(m) read
+        ++state;
+        warpgroup_wait<0>();  // dQ
         float* tile_dq =
             dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head, params.scheduler.seqlen_q,
                                                    params.scheduler.heads_q, kBlockM, kHeadDim);
         add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
-        warpgroup_wait<0>();
-        pipeline.consumer_release(state);
-        ++state;
       }
     }
     store_dkv<Traits>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid, params.variant.softmax_scale,

@@ -1,11 +1,12 @@
 // src/cuda/sm90/mainloop_bwd.h — the Hopper backward's loads and matrix products.
 //
-// Producer side (one elected thread): K(n) and V(n) once onto barrier_kv, then Q(m) and dO(m) for
-// every query block m that sees the key block, through one 2-stage TMA pipeline (both tiles of a
-// step on the stage's barrier).
+// Producer side (one elected thread): K(n) and V(n) once onto barrier_kv, then Q(m), dO(m) and the
+// block's LSE · log2(e) and D (a bulk copy of its row_stats tile, common/bwd_workspace.h) for every
+// query block m that sees the key block, through one 2-stage TMA pipeline (all three on the
+// stage's barrier).
 // Consumer side (one warpgroup, its 64 keys): the five products of bwd_kernel_traits.h, issued
-// here and waited for by the kernel (flash_bwd_kernel.h). The operands are the warpgroup's slices
-// (local_tile) of the shared tiles, fixed when the mainloop is constructed.
+// here and waited for by the kernel (flash_bwd_kernel.h). The shared-memory operands are the
+// warpgroup's slices (local_tile) of the shared tiles, fixed when the mainloop is constructed.
 // Arguments: common::BwdInputArgs and the sequence sizes; Params: the four TMA descriptors (Q, dO,
 // K, V), built on the host.
 #pragma once
@@ -16,6 +17,7 @@
 
 #include <cutlass/arch/barrier.h>
 
+#include "cuda/common/bwd_workspace.h"  // row_stats tiles
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm90/fragments.h"
@@ -42,21 +44,28 @@ struct MainloopBwd {
   struct Arguments {
     common::BwdInputArgs in;
     common::SeqArgs seq;
+    common::BwdRowArgs rows;
   };
   struct Params {
     typename Traits::TmaQ tma_q, tma_do;
     typename Traits::TmaKV tma_k, tma_v;
     ShapeQKV shape_q, shape_k;
     int kv_group;
+    const float* row_stats;  // common::BwdRowArgs::row_stats (64-row tiles of LSE · log2(e), D)
+    int seqlen_q, heads_q;
   };
+  static constexpr int kStatsFloats = 2 * common::kRowStatsBlock;
+  static constexpr uint32_t kStatsBytes = kStatsFloats * sizeof(float);  // one bulk copy per stage
+  static_assert(common::kRowStatsBlock == kBlockM, "a row_stats tile is one query block");
 
   struct SharedStorage {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;     // (BLK_M, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> dO;    // (BLK_M, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;     // (BLK_N, HDIM)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> v;     // (BLK_N, HDIM)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> p;   // (BLK_M, BLK_N, DS_STAGES)
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutPdS>, 1024> ds;  // (BLK_M, BLK_N, DS_STAGES)
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutdSt>, 1024> ds;  // dSᵀ (BLK_N, BLK_M, DS_STAGES)
+    // Per stage: the query block's LSE · log2(e) and D (one row_stats tile, with Q and dO).
+    array_aligned<float, kStatsFloats * kStages, 128> stats;
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
   };
@@ -91,7 +100,10 @@ struct MainloopBwd {
                   desc_kv(in.v, in.v_row_stride, in.v_head_stride, in.v_batch_stride),
                   shape_q,
                   shape_k,
-                  in.kv_group};
+                  in.kv_group,
+                  a.rows.row_stats,
+                  s.seqlen_q,
+                  s.heads_q};
   }
 
   CUTE_DEVICE static void prefetch_descriptors(const Params& p) {
@@ -139,8 +151,11 @@ struct MainloopBwd {
     CUTE_NO_UNROLL
     for (int m = m_min; m < m_max; ++m) {
       pipeline.producer_acquire(state);
-      copy(p.tma_q.with(*pipeline.producer_get_barrier(state), 0), tQg(_, m), tQs(_, state.index()));
-      copy(p.tma_do.with(*pipeline.producer_get_barrier(state), 0), tdOg(_, m), tdOs(_, state.index()));
+      uint64_t* full = pipeline.producer_get_barrier(state);
+      copy(p.tma_q.with(*full, 0), tQg(_, m), tQs(_, state.index()));
+      copy(p.tma_do.with(*full, 0), tdOg(_, m), tdOs(_, state.index()));
+      SM90_BULK_COPY_G2S::copy(p.row_stats + common::row_stats_tile_offset(t.batch, m, t.head, p.seqlen_q, p.heads_q),
+                               full, smem.stats.data() + state.index() * kStatsFloats, kStatsBytes);
       ++state;
     }
     pipeline.producer_tail(state);  // do not retire while a consumer may still arrive
@@ -154,76 +169,66 @@ struct MainloopBwd {
   CUTE_HOST_DEVICE static auto smem_tensor(Element* ptr) {
     return make_tensor(make_smem_ptr(ptr), Layout{});
   }
-  // The warpgroup's 64 rows (K, V) or 64 columns (P, dS and their transposes) of a tile.
+  // The warpgroup's 64 rows of K or V: (64, HDIM).
   template <typename TensorT>
   CUTE_HOST_DEVICE static auto keys_of(TensorT&& t, int wg) {
     return local_tile(t, Shape<_64, Int<Traits::kHeadDim>>{}, make_coord(wg, _0{}));
   }
-  template <typename TensorT>
-  CUTE_HOST_DEVICE static auto key_rows(TensorT&& t,
-                                        int wg) {  // (BLK_N, BLK_M, STAGES) -> (64, BLK_M, STAGES)
-    return local_tile(t, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{}));
-  }
-  using Sm = Element*;
-  decltype(mma_sdp.get_thread_slice(0).partition_fragment_A(
-      smem_tensor<typename Traits::SmemLayoutQ>(Sm{}))) tSrQ,
-      tSrdO;
-  decltype(mma_sdp.get_thread_slice(0).partition_fragment_B(
-      keys_of(smem_tensor<typename Traits::SmemLayoutK>(Sm{}), 0))) tSrK,
-      tSrV;
-  decltype(mma_dkv.get_thread_slice(0).partition_fragment_A(
-      key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(Sm{}), 0))) tDrPt,
-      tDrdSt;
-  decltype(mma_dkv.get_thread_slice(0).partition_fragment_B(
-      smem_tensor<typename Traits::SmemLayoutQt>(Sm{}))) tDrdOt,
-      tDrQt;
+  // The operands are rebuilt from the shared-memory addresses at each issue rather than kept as
+  // members: six GMMA descriptors held across the loop cost registers the accumulators need
+  // (ptxas spilled with them, D 128).
+  SharedStorage& smem;
+  const int wtid, wg;
+  CUTE_DEVICE MainloopBwd(SharedStorage& smem_, int wtid_, int wg_) : smem(smem_), wtid(wtid_), wg(wg_) {}
 
-  CUTE_DEVICE MainloopBwd(SharedStorage& smem, int wtid, int wg) {
-    auto sdp = mma_sdp.get_thread_slice(wtid);
-    auto dkv = mma_dkv.get_thread_slice(wtid);
-    tSrQ = sdp.partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(smem.q.data()));
-    tSrdO = sdp.partition_fragment_A(smem_tensor<typename Traits::SmemLayoutQ>(smem.dO.data()));
-    tSrK = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.k.data()), wg));
-    tSrV = sdp.partition_fragment_B(keys_of(smem_tensor<typename Traits::SmemLayoutK>(smem.v.data()), wg));
-    tDrPt =
-        dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.p.data()), wg));
-    tDrdSt =
-        dkv.partition_fragment_A(key_rows(smem_tensor<typename Traits::SmemLayoutPdSt>(smem.ds.data()), wg));
-    tDrdOt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.dO.data()));
-    tDrQt = dkv.partition_fragment_B(smem_tensor<typename Traits::SmemLayoutQt>(smem.q.data()));
-  }
-
-  // S = Q(stage)·K_wᵀ and dP = dO(stage)·V_wᵀ: two batches, issued (the caller waits).
+  // Sᵀ = K_w·Q(stage)ᵀ, dPᵀ = V_w·dO(stage)ᵀ: one batch each, issued (the caller waits).
   template <typename Acc>
-  CUTE_DEVICE void issue_s_dp(int stage, Acc& acc_s, Acc& acc_dp) {
-    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_sdp, tSrQ(_, _, _, stage), tSrK, acc_s);
-    gemm_issue<true, false>(mma_sdp, tSrdO(_, _, _, stage), tSrV, acc_dp);
+  CUTE_DEVICE void issue_s(int stage, Acc& acc_s) {
+    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_sdp, sdp_a(smem.k.data()), sdp_b(smem.q.data(), stage),
+                                                          acc_s);
   }
-  // dV += P_wᵀ·dO(stage) and dK += dS_wᵀ·Q(stage), from the P and dS tiles in shared memory.
   template <typename Acc>
-  CUTE_DEVICE void issue_dv_dk(int stage, int ds_stage, Acc& acc_dv, Acc& acc_dk) {
-    gemm_issue<false, false>(mma_dkv, tDrPt(_, _, _, ds_stage), tDrdOt(_, _, _, stage), acc_dv);
-    gemm_issue<false, false>(mma_dkv, tDrdSt(_, _, _, ds_stage), tDrQt(_, _, _, stage), acc_dk);
+  CUTE_DEVICE void issue_dp(int stage, Acc& acc_dp) {
+    gemm_issue<true, false>(mma_sdp, sdp_a(smem.v.data()), sdp_b(smem.dO.data(), stage), acc_dp);
   }
-  // kDqSplit: dQ[:, half wg] = dS (all 128 keys, smem)·K[:, half wg] (SS). Else dQ_w = dS_w·K_w,
-  // dS_w from registers: `ds` is the A-operand view of its 16-bit copy (RS).
-  template <typename FragDs, typename Acc>
-  CUTE_DEVICE void issue_dq(SharedStorage& smem, int wtid, int wg, int ds_stage, FragDs const& ds,
-                            Acc& acc_dq) {
+  // dV += Pᵀ·dO(stage) and dK += dSᵀ·Q(stage), Pᵀ and dSᵀ from registers: `pt` and `dst` are the
+  // A-operand views of their 16-bit copies (RS).
+  template <typename FragA, typename Acc>
+  CUTE_DEVICE void issue_dv(int stage, FragA const& pt, Acc& acc_dv) {
+    gemm_issue</*kZeroInit=*/false, /*kARegisters=*/true>(mma_dkv, pt, dkv_b(smem.dO.data(), stage), acc_dv);
+  }
+  template <typename FragA, typename Acc>
+  CUTE_DEVICE void issue_dk(int stage, FragA const& dst, Acc& acc_dk) {
+    gemm_issue<false, true>(mma_dkv, dst, dkv_b(smem.q.data(), stage), acc_dk);
+  }
+  // The shared-memory operands: K_w or V_w (A of Sᵀ, dPᵀ); Q or dO of a stage (B of Sᵀ, dPᵀ); their
+  // transposes (B of dK, dV).
+  CUTE_DEVICE auto sdp_a(Element* ptr) {
+    return mma_sdp.get_thread_slice(wtid).partition_fragment_A(
+        keys_of(smem_tensor<typename Traits::SmemLayoutK>(ptr), wg));
+  }
+  CUTE_DEVICE auto sdp_b(Element* ptr, int stage) {
+    return mma_sdp.get_thread_slice(wtid).partition_fragment_B(
+        smem_tensor<typename Traits::SmemLayoutQ>(ptr)(_, _, stage));
+  }
+  CUTE_DEVICE auto dkv_b(Element* ptr, int stage) {
+    return mma_dkv.get_thread_slice(wtid).partition_fragment_B(
+        smem_tensor<typename Traits::SmemLayoutQt>(ptr)(_, _, stage));
+  }
+  // dQ from dS in shared memory (SS). kDqSplit: dQ[:, half wg] = dS (all 128 keys)·K[:, half wg].
+  // Else dQ_w = dS_w·K_w over the warpgroup's 64 keys.
+  template <typename Acc>
+  CUTE_DEVICE void issue_dq(int ds_stage, Acc& acc_dq) {
     Tensor sKt = smem_tensor<typename Traits::SmemLayoutKt>(smem.k.data());  // (HDIM, BLK_N)
+    Tensor sdS = smem_tensor<typename Traits::SmemLayoutdS>(smem.ds.data())(_, _, ds_stage);  // (BLK_M, BLK_N)
     auto thr = mma_dq.get_thread_slice(wtid);
-    if constexpr (Traits::kDqSplit) {
-      Tensor sdS =
-          smem_tensor<typename Traits::SmemLayoutPdS>(smem.ds.data())(_, _, ds_stage);  // (BLK_M, BLK_N)
-      Tensor sKtw =
-          local_tile(sKt, Shape<Int<Traits::kDqCols>, Int<Traits::kBlockN>>{}, make_coord(wg, _0{}));
-      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_dq, thr.partition_fragment_A(sdS),
-                                                            thr.partition_fragment_B(sKtw), acc_dq);
-    } else {
-      Tensor sKtw = local_tile(sKt, Shape<Int<kHeadDim>, _64>{}, make_coord(_0{}, wg));  // (HDIM, 64 keys)
-      gemm_issue</*kZeroInit=*/true, /*kARegisters=*/true>(mma_dq, ds, thr.partition_fragment_B(sKtw),
-                                                           acc_dq);
-    }
+    constexpr int kCols = Traits::kDqCols, kKeys = Traits::kDqKeys;
+    // Split: columns [kCols · wg, +kCols) of Kᵀ, all keys. Else: all columns, keys [64 wg, +64).
+    const int col_tile = Traits::kDqSplit ? wg : 0, key_tile = Traits::kDqSplit ? 0 : wg;
+    Tensor sKtw = local_tile(sKt, Shape<Int<kCols>, Int<kKeys>>{}, make_coord(col_tile, key_tile));
+    Tensor sdSw = local_tile(sdS, Shape<Int<kBlockM>, Int<kKeys>>{}, make_coord(_0{}, key_tile));
+    gemm_issue</*kZeroInit=*/true, /*kARegisters=*/false>(mma_dq, thr.partition_fragment_A(sdSw),
+                                                          thr.partition_fragment_B(sKtw), acc_dq);
   }
 };
 

@@ -66,11 +66,11 @@ enum class FwdBarrier : uint32_t {
   kEpilogueWG3 = 5,
 };
 
-// Named barriers of the backward (flash_bwd_kernel.h): one per consumer warpgroup.
+// Named barriers of the backward (flash_bwd_kernel.h).
 enum class BwdBarrier : uint32_t {
-  kPdSWG1 = 0,  // warpgroup 1's four warps wrote P and dS to shared memory: its wgmma may read them
-  kPdSWG2 = 1,
-  kPdSAll = 2,  // both warpgroups wrote theirs (the split dQ reads all 128 keys' dS)
+  kDsWG1 = 0,    // warpgroup 1's four warps wrote dSᵀ to shared memory: its dQ wgmma may read it
+  kDsWG2 = 1,
+  kDsAll = 2,    // both warpgroups wrote theirs (the split dQ reads all 128 keys' dS)
 };
 
 template <typename Id>
