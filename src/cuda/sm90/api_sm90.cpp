@@ -3,7 +3,7 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, variable-length batches (cu_seqlens), attention sinks, non-sm_90 devices; in the
-//   backward also head dims outside 72..128 and the deterministic mode.
+//   backward also head dims outside 33..128 and the deterministic mode.
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
 // builds), and a refused descriptor would leave the kernel with garbage
@@ -37,8 +37,8 @@ constexpr const char* kName = "cuda_sm90";
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
 // The backward's buckets (tools/generate_kernels.py): up to 128 by its tiles (bwd_kernel_traits.h),
-// from 96 because at 32 / 64 it is slower than cuda_sm80's on the H100 (docs/perf.md).
-constexpr int kMinBackwardHeadDim = 65;
+// from 64 (bucket 32 is not measured on sm90; cuda_sm80 runs it).
+constexpr int kMinBackwardHeadDim = 33;
 constexpr int kMaxBackwardHeadDim = 128;
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
@@ -106,7 +106,7 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(kMaxBackwardHeadDim) + ")");
   if (backward && c.head_dim < kMinBackwardHeadDim)
-    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (<= 64, slower than cuda_sm80's)");
+    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (<= 32: not measured on this path)");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
     return backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
   }));
