@@ -91,6 +91,9 @@ py_setup() {
 hits = [h for p in nvidia.__path__ for h in glob.glob(os.path.join(p, "**", "libcublas.so.*"), recursive=True)]
 print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
   export LD_LIBRARY_PATH="$PWD/build-carry/lib:/usr/local/cuda/lib64:${WHEEL_LIBS}:${LD_LIBRARY_PATH:-}"
+  # A warm machine keeps older builds: the package in /tmp/flashlab-site (pip --target would not
+  # replace it) and python/build, whose CMake cache would keep an earlier FLASHLAB_LIB_DIR.
+  rm -rf /tmp/flashlab-site python/build
   FLASHLAB_LIB_DIR=$PWD/build-carry/lib python3 -m pip install -q --no-build-isolation --no-deps --no-index \
     --target /tmp/flashlab-site ./python > "$OUT/pybuild.txt" 2>&1 || { tail -20 "$OUT/pybuild.txt"; return 1; }
   export PYTHONPATH=/tmp/flashlab-site${PYTHONPATH:+:$PYTHONPATH}
