@@ -269,7 +269,8 @@ TEST(CudaKvCache, SweepAgainstReference) {
 // contiguous cache, one query), median of 20 timed calls: TB/s of K and V bytes read once; each
 // cache length under both kernels (v5, then tile: set_decode_kernel, same buffers and workspace),
 // and the tile kernel's output compared with v5's (max |difference|). The environment's choice
-// is restored at the end.
+// is restored at the end. FLASHLAB_KV_BENCH_PAGE=N: a paged cache instead (page size N, a
+// divisor of 1024; NHD, pages in order).
 TEST(CudaKvCache, Bandwidth) {
   if (!have_gpu() || env_int("FLASHLAB_KV_BENCH", 0) == 0) GTEST_SKIP() << "FLASHLAB_KV_BENCH=1 and a GPU";
   const detail::DecodeKernel env_kernel = detail::decode_kernel();
@@ -291,9 +292,23 @@ TEST(CudaKvCache, Bandwidth) {
     Dev<int32_t> dlens(lens);
     p.q = contiguous(dq.ptr, 1, hq, d);
     p.out = contiguous(static_cast<void*>(dout.ptr), 1, hq, d);
-    p.k_cache = contiguous(static_cast<void*>(dk.ptr), L, hk, d);
-    p.v_cache = contiguous(static_cast<void*>(dv.ptr), L, hk, d);
-    p.max_seqlen_cache = L;
+    const int64_t page = env_int("FLASHLAB_KV_BENCH_PAGE", 0);
+    std::vector<int32_t> table;
+    for (int64_t i = 0; page > 0 && i < B * L / page; ++i) table.push_back(static_cast<int32_t>(i));
+    Dev<int32_t> dtable(table);
+    if (page > 0) {
+      p.k_cache = paged_cache(static_cast<void*>(dk.ptr), KvLayout::kNHD, page, hk, d);
+      p.v_cache = paged_cache(static_cast<void*>(dv.ptr), KvLayout::kNHD, page, hk, d);
+      p.block_table = dtable.ptr;
+      p.max_pages = L / page;
+      p.num_pages = B * L / page;
+      p.page_size = page;
+      p.page_layout = KvLayout::kNHD;
+    } else {
+      p.k_cache = contiguous(static_cast<void*>(dk.ptr), L, hk, d);
+      p.v_cache = contiguous(static_cast<void*>(dv.ptr), L, hk, d);
+      p.max_seqlen_cache = L;
+    }
     p.cache_seqlens = dlens.ptr;
     int64_t ws = 0;
     ASSERT_TRUE(kvcache_workspace_size(p, &ws).ok());
@@ -333,10 +348,11 @@ TEST(CudaKvCache, Bandwidth) {
       }
       std::sort(ms.begin(), ms.end());
       const double bytes = 2.0 * B * L * hk * d * 2;
-      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld: %.3f ms, %.2f TB/s (workspace %lld B)",
+      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld page %lld: %.3f ms, %.2f TB/s "
+                  "(workspace %lld B)",
                   detail::decode_kernel_name(kernel), (long long)B, (long long)hq, (long long)hk,
-                  (long long)d, (long long)L, ms[ms.size() / 2], bytes / (ms[ms.size() / 2] * 1e-3) / 1e12,
-                  (long long)ws);
+                  (long long)d, (long long)L, (long long)page, ms[ms.size() / 2],
+                  bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, (long long)ws);
       if (kernel == detail::DecodeKernel::kTile) std::printf(", max |tile - v5| %.3g", diff);
       std::printf("\n");
       EXPECT_LE(diff, 1e-2) << "L " << L << ": the tile kernel's output differs from v5's";
