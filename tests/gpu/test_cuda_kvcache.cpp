@@ -7,6 +7,8 @@
 // windows, softcap, ALiBi; splits auto / 1 / 3 / 7 and fixed split sizes. Unfilled cache slots and
 // the outputs are NaN-poisoned: a slot that leaks or a row left unwritten fails. Skips without a GPU.
 //   FLASHLAB_KV_SWEEP=N (default 300) cases; FLASHLAB_KV_SEED.
+//   FLASHLAB_DECODE_KERNEL=v5 (default) | tile: the kernel the sweep runs (src/cuda/decode/decode.h).
+//   FLASHLAB_KV_BENCH=1: the Bandwidth test, both kernels per cache length.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/decode/decode.h"  // the kernel switch (test hook: set_decode_kernel)
 #include "flashlab/flashlab.h"
 
 namespace {
@@ -258,13 +261,19 @@ TEST(CudaKvCache, SweepAgainstReference) {
                     << (nan ? " NaN in the output" : "");
     }
   }
-  std::printf("[ kv sweep ] %d cases run, %d failed\n", ran, failed);
+  std::printf("[ kv sweep ] kernel %s: %d cases run, %d failed\n",
+              detail::decode_kernel_name(detail::decode_kernel()), ran, failed);
 }
 
 // FLASHLAB_KV_BENCH=1: decode bandwidth, the shape (B 32, GQA 32/8, hdim 128, bf16,
-// contiguous cache, one query), median of 20 timed calls: TB/s of K and V bytes read once.
+// contiguous cache, one query), median of 20 timed calls: TB/s of K and V bytes read once; each
+// cache length under both kernels (v5, then tile: set_decode_kernel, same buffers and workspace),
+// and the tile kernel's output compared with v5's (max |difference|). The environment's choice
+// is restored at the end. FLASHLAB_KV_BENCH_PAGE=N: a paged cache instead (page size N, a
+// divisor of 1024; NHD, pages in order).
 TEST(CudaKvCache, Bandwidth) {
   if (!have_gpu() || env_int("FLASHLAB_KV_BENCH", 0) == 0) GTEST_SKIP() << "FLASHLAB_KV_BENCH=1 and a GPU";
+  const detail::DecodeKernel env_kernel = detail::decode_kernel();
   for (int64_t L : {1024, 4096, 16384, 65536}) {
     const int64_t B = 32, hq = 32, hk = 8, d = 128;
     KvCacheParams p;
@@ -283,9 +292,23 @@ TEST(CudaKvCache, Bandwidth) {
     Dev<int32_t> dlens(lens);
     p.q = contiguous(dq.ptr, 1, hq, d);
     p.out = contiguous(static_cast<void*>(dout.ptr), 1, hq, d);
-    p.k_cache = contiguous(static_cast<void*>(dk.ptr), L, hk, d);
-    p.v_cache = contiguous(static_cast<void*>(dv.ptr), L, hk, d);
-    p.max_seqlen_cache = L;
+    const int64_t page = env_int("FLASHLAB_KV_BENCH_PAGE", 0);
+    std::vector<int32_t> table;
+    for (int64_t i = 0; page > 0 && i < B * L / page; ++i) table.push_back(static_cast<int32_t>(i));
+    Dev<int32_t> dtable(table);
+    if (page > 0) {
+      p.k_cache = paged_cache(static_cast<void*>(dk.ptr), KvLayout::kNHD, page, hk, d);
+      p.v_cache = paged_cache(static_cast<void*>(dv.ptr), KvLayout::kNHD, page, hk, d);
+      p.block_table = dtable.ptr;
+      p.max_pages = L / page;
+      p.num_pages = B * L / page;
+      p.page_size = page;
+      p.page_layout = KvLayout::kNHD;
+    } else {
+      p.k_cache = contiguous(static_cast<void*>(dk.ptr), L, hk, d);
+      p.v_cache = contiguous(static_cast<void*>(dv.ptr), L, hk, d);
+      p.max_seqlen_cache = L;
+    }
     p.cache_seqlens = dlens.ptr;
     int64_t ws = 0;
     ASSERT_TRUE(kvcache_workspace_size(p, &ws).ok());
@@ -295,25 +318,49 @@ TEST(CudaKvCache, Bandwidth) {
     }
     p.workspace = wsp;
     p.workspace_bytes = ws;
-    std::vector<float> ms;
     cudaEvent_t a, z;
     cudaEventCreate(&a);
     cudaEventCreate(&z);
-    for (int r = 0; r < 25; ++r) {
-      cudaEventRecord(a);
-      ASSERT_TRUE(attention_with_kvcache(p).ok());
-      cudaEventRecord(z);
-      cudaEventSynchronize(z);
-      float t = 0;
-      cudaEventElapsedTime(&t, a, z);
-      if (r >= 5) ms.push_back(t);
+    std::vector<uint16_t> out_v5;
+    for (const detail::DecodeKernel kernel : {detail::DecodeKernel::kV5, detail::DecodeKernel::kTile}) {
+      detail::set_decode_kernel(kernel);
+      std::vector<float> ms;
+      for (int r = 0; r < 25; ++r) {
+        cudaEventRecord(a);
+        ASSERT_TRUE(attention_with_kvcache(p).ok());
+        cudaEventRecord(z);
+        cudaEventSynchronize(z);
+        float t = 0;
+        cudaEventElapsedTime(&t, a, z);
+        if (r >= 5) ms.push_back(t);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << detail::decode_kernel_name(kernel);
+      const std::vector<uint16_t> out = dout.get(q.size());
+      double diff = 0;
+      if (kernel == detail::DecodeKernel::kV5) {
+        out_v5 = out;
+      } else {
+        for (size_t i = 0; i < out.size(); ++i) {
+          const double d = std::fabs(double(from_bits(out[i], DType::kBFloat16)) -
+                                     double(from_bits(out_v5[i], DType::kBFloat16)));
+          diff = std::isnan(d) ? INFINITY : std::max(diff, d);
+        }
+      }
+      std::sort(ms.begin(), ms.end());
+      const double bytes = 2.0 * B * L * hk * d * 2;
+      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld page %lld: %.3f ms, %.2f TB/s "
+                  "(workspace %lld B)",
+                  detail::decode_kernel_name(kernel), (long long)B, (long long)hq, (long long)hk,
+                  (long long)d, (long long)L, (long long)page, ms[ms.size() / 2],
+                  bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, (long long)ws);
+      if (kernel == detail::DecodeKernel::kTile) std::printf(", max |tile - v5| %.3g", diff);
+      std::printf("\n");
+      EXPECT_LE(diff, 1e-2) << "L " << L << ": the tile kernel's output differs from v5's";
     }
+    detail::set_decode_kernel(env_kernel);
+    cudaEventDestroy(a);
+    cudaEventDestroy(z);
     cudaFree(wsp);
-    std::sort(ms.begin(), ms.end());
-    const double bytes = 2.0 * B * L * hk * d * 2;
-    std::printf("[ kv bench ] B %lld GQA %lld/%lld d %lld L %lld: %.3f ms, %.2f TB/s (workspace %lld B)\n",
-                (long long)B, (long long)hq, (long long)hk, (long long)d, (long long)L, ms[ms.size() / 2],
-                bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, (long long)ws);
   }
 }
 

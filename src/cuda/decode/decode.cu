@@ -1,18 +1,24 @@
-// src/cuda/decode/decode.cu — the CUDA KV-cache attention (decode_kernel.cuh) behind the C++ API:
-// what it supports, its workspace, and the launches. Called from src/api/kvcache.cpp after the
-// generic validation. Host-only planning: the split count comes from sizes the host knows (the
-// cache capacity, batch, heads); the kernels read cache_seqlens, leftpad, block_table and
-// cache_batch_idx on the device, so a call never synchronizes.
+// src/cuda/decode/decode.cu — the CUDA KV-cache attention (decode_kernel.cuh, decode_tile_kernel.cuh)
+// behind the C++ API: what it supports, its workspace, which kernel runs (decode.h: v5 or tile), and
+// the launches. Called from src/api/kvcache.cpp after the generic validation. Host-only planning:
+// the split count comes from sizes the host knows (the cache capacity, batch, heads); the kernels
+// read cache_seqlens, leftpad, block_table and cache_batch_idx on the device, so a call never
+// synchronizes.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 
 #include "api/backend.h"
 #include "api/validate.h"
 #include "cuda/common/launch.h"
+#include "cuda/decode/decode.h"
 #include "cuda/decode/decode_kernel.cuh"
+#include "cuda/decode/decode_tile_kernel.cuh"
 #include "flashlab/kvcache.h"
 #include "flashlab/mask.h"
 
@@ -25,22 +31,27 @@ constexpr const char* kName = "the CUDA KV-cache path";
 int64_t capacity(const KvCacheParams& p) {
   return p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
 }
-int row_chunks(const KvCacheParams& p) {
+// Query rows per CTA: v5 4 (kRows), tile 16 (kTileRows, the MMA's M).
+int rows_per_cta(DecodeKernel kernel) {
+  return kernel == DecodeKernel::kTile ? decode::kTileRows : decode::kRows;
+}
+int row_chunks(const KvCacheParams& p, DecodeKernel kernel) {
   const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
-  return static_cast<int>((rows + decode::kRows - 1) / decode::kRows);
+  return static_cast<int>((rows + rows_per_cta(kernel) - 1) / rows_per_cta(kernel));
 }
 
 // Splits of the keys: split_size fixes the keys per split (the count covers the capacity; splits
 // past a sequence's length write LSE -inf, which the combine skips); num_splits > 0 is the count;
-// auto aims at 8 CTAs per SM with at least 512 keys per split.
-int num_splits(const KvCacheParams& p, int sm_count) {
+// auto aims at 8 CTAs per SM with at least 512 keys per split. The same rule for both kernels (the
+// tile kernel's CTAs count its 16-row chunks; for the measured shape, 4 rows, the plans are equal).
+int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   const int64_t cap = capacity(p);
   if (p.split_size > 0) {
     const int64_t n = (cap + p.split_size - 1) / p.split_size;
     return static_cast<int>(n < 1 ? 1 : n);
   }
   if (p.num_splits > 0) return p.num_splits;
-  const int64_t ctas = p.batch * p.heads_kv * row_chunks(p);
+  const int64_t ctas = p.batch * p.heads_kv * row_chunks(p, kernel);
   int64_t n = (int64_t(8) * sm_count + ctas - 1) / ctas;
   const int64_t by_len = (cap + 511) / 512;
   if (n > by_len) n = by_len;
@@ -62,9 +73,30 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
+int tile_smem_bytes(int64_t head_dim) {
+  if (head_dim <= 64) return static_cast<int>(sizeof(decode::TileSmem<64>));
+  if (head_dim <= 128) return static_cast<int>(sizeof(decode::TileSmem<128>));
+  return static_cast<int>(sizeof(decode::TileSmem<256>));
+}
+
+// The kernel a call runs: the chosen one, except that the tile kernel needs its shared memory
+// (sm_80 / sm_90 allow 163 / 227 KiB a block; sm_86 / sm_89 99 KiB, less than hdim 128 / 256's
+// 100 / 104 KiB: those run v5).
+DecodeKernel effective_kernel(const KvCacheParams& p, const common::DeviceFacts& facts) {
+  const DecodeKernel k = decode_kernel();
+  return k == DecodeKernel::kTile && tile_smem_bytes(p.head_dim) > facts.smem_optin ? DecodeKernel::kV5 : k;
+}
+
 template <typename T, int kD>
-Status launch(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
-  decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
+Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cudaStream_t stream) {
+  if (kernel == DecodeKernel::kTile) {
+    const int tile_smem = static_cast<int>(sizeof(decode::TileSmem<kD>));
+    FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD>>(
+        tile_smem, "cuda_sm80", "decode tile kernel", kD)));
+    decode::decode_tile_kernel<T, kD><<<grid, decode::tile_shape(kD).warps * 32, tile_smem, stream>>>(dp);
+  } else {
+    decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
+  }
   FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
   if (dp.num_splits > 1) {
     decode::decode_combine_kernel<T><<<dp.batch * dp.seqlen_q * dp.heads_q, 32, 0, stream>>>(dp);
@@ -74,13 +106,32 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
 }
 
 template <typename T>
-Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
-  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, stream);
-  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, stream);
-  return launch<T, 256>(dp, grid, stream);
+Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cudaStream_t stream) {
+  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, stream);
+  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, stream);
+  return launch<T, 256>(dp, grid, kernel, stream);
+}
+
+DecodeKernel kernel_from_env() {
+  const char* v = std::getenv("FLASHLAB_DECODE_KERNEL");
+  return v != nullptr && std::strcmp(v, "tile") == 0 ? DecodeKernel::kTile : DecodeKernel::kV5;
+}
+std::atomic<int>& kernel_choice() {
+  static std::atomic<int> choice{static_cast<int>(kernel_from_env())};  // read once
+  return choice;
 }
 
 }  // namespace
+
+DecodeKernel decode_kernel() {
+  return static_cast<DecodeKernel>(kernel_choice().load(std::memory_order_relaxed));
+}
+void set_decode_kernel(DecodeKernel kernel) {
+  kernel_choice().store(static_cast<int>(kernel), std::memory_order_relaxed);
+}
+const char* decode_kernel_name(DecodeKernel kernel) {
+  return kernel == DecodeKernel::kTile ? "tile" : "v5";
+}
 
 Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
   auto no = [](const std::string& what) {
@@ -106,7 +157,7 @@ Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
     return Status::Unsupported(std::string(kName) +
                                " needs 16-byte aligned q, out, k_cache, v_cache and strides that are multiples of 8 "
                                "elements");
-  if (p.batch * p.heads_kv > 2147483647LL || row_chunks(p) > 65535)
+  if (p.batch * p.heads_kv > 2147483647LL || row_chunks(p, DecodeKernel::kV5) > 65535)
     return Status::Unsupported(std::string(kName) + ": batch x heads_kv or seqlen_q x group too large for its grid");
   return Status::Ok();
 }
@@ -115,7 +166,11 @@ Status cuda_kvcache_workspace_size(const KvCacheParams& p, int64_t* bytes) {
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
   FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
-  *bytes = workspace_bytes(p, num_splits(p, facts->sm_count));
+  // Either kernel's plan fits (the larger of the two): the choice may change between this call and
+  // the attention call (set_decode_kernel).
+  const int splits_v5 = num_splits(p, facts->sm_count, DecodeKernel::kV5);
+  const int splits_tile = num_splits(p, facts->sm_count, DecodeKernel::kTile);
+  *bytes = workspace_bytes(p, splits_v5 > splits_tile ? splits_v5 : splits_tile);
   return Status::Ok();
 }
 
@@ -125,7 +180,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
   if (facts->major < 8)
     return Status::Unsupported(std::string(kName) + " needs compute capability 8.0 or newer");
-  const int splits = num_splits(p, facts->sm_count);
+  const DecodeKernel kernel = effective_kernel(p, *facts);
+  const int splits = num_splits(p, facts->sm_count, kernel);
   const int64_t need = workspace_bytes(p, splits);
   if (need > 0 && (p.workspace == nullptr || p.workspace_bytes < need))
     return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) + ") is too small for " + kName +
@@ -184,10 +240,10 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   }
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.batch * p.heads_kv),
-                  static_cast<unsigned>(row_chunks(p)));
+                  static_cast<unsigned>(row_chunks(p, kernel)));
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, stream)
-                                     : launch_dtype<__half>(dp, grid, stream);
+  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, stream)
+                                     : launch_dtype<__half>(dp, grid, kernel, stream);
 }
 
 }  // namespace detail

@@ -16,6 +16,10 @@
 // shuffles, so every lane of a group holds them, and the loop has no __syncthreads. At the end the
 // groups' (m, l, O) are merged through shared memory, exactly as splits are merged.
 // Output: O and LSE directly (one split), or fp32 partials that decode_combine_kernel merges.
+//
+// This file also holds what the two decode kernels share (decode_tile_kernel.cuh is the other):
+// the params, the cache addressing (slot_place), a split's keys (split_keys), a row's visible keys
+// (row_keys), the score chain, the end-of-CTA merge (merge_and_store) and the combine kernel.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -109,23 +113,93 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
   return raw;
 }
 
+// Where cache slot `slot` of sequence b lies: (page or cache row, slot within it). Per key: a page
+// may hold a single slot, so nothing is assumed about neighbouring keys.
+__device__ __forceinline__ void slot_place(const DecodeParams& p, int b, int64_t slot, int64_t* block,
+                                           int64_t* within) {
+  if (p.block_table != nullptr) {
+    *block = p.block_table[b * p.block_table_stride + slot / p.page_size];
+    *within = slot % p.page_size;
+  } else {
+    *block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+    *within = slot;
+  }
+}
+
 // Element offset of cache slot `slot` of sequence b, kv head h (stride set of K or V).
 __device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int64_t slot, int h, int64_t bs,
                                                int64_t rs, int64_t hs) {
   int64_t block, within;
-  if (p.block_table != nullptr) {
-    block = p.block_table[b * p.block_table_stride + slot / p.page_size];
-    within = slot % p.page_size;
-  } else {
-    block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
-    within = slot;
-  }
+  slot_place(p, b, slot, &block, &within);
   return block * bs + within * rs + int64_t(h) * hs;
+}
+
+// The keys of sequence b (L of them, the first at cache slot lp) and this split's part [n0, n1).
+__device__ __forceinline__ void split_keys(const DecodeParams& p, int b, int split, int64_t* lp, int64_t* L,
+                                           int64_t* n0, int64_t* n1) {
+  *lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
+  *L = int64_t(p.cache_seqlens[b]) - *lp;
+  if (p.split_size > 0) {
+    *n0 = int64_t(split) * p.split_size;
+    *n1 = *n0 + p.split_size;
+  } else {
+    const int64_t size = *L > 0 ? (*L + p.num_splits - 1) / p.num_splits : 1;
+    *n0 = int64_t(split) * size;
+    *n1 = *n0 + size;
+  }
+  if (*n1 > *L) *n1 = *L;
+  // A split past the sequence's end (n0 = split · size may pass L) is empty: the kernels start the
+  // union of their rows' keys as the inverted range [n1, n0), which must not be a non-empty one.
+  if (*n0 > *n1) *n0 = *n1;
+}
+
+__device__ __forceinline__ RowMask sequence_mask(const DecodeParams& p, int64_t L) {
+  RowMask mask;
+  mask.seqlen_q = p.seqlen_q;
+  mask.seqlen_k = L;
+  mask.shift = L - p.seqlen_q;
+  mask.left = p.window_left;
+  mask.right = p.window_right;
+  return mask;
+}
+
+// One query row of a CTA: row rr of the (kv head's) rows is query i = rr / group, query head
+// hq = hk · group + rr % group. Its visible keys inside this split are [lo, hi] (the empty (0, -1)
+// when it has none, or when rr is past the rows: a padding row), its diagonal and ALiBi slope.
+//
+// Positions are int (32 bits; the loops' compares and the ALiBi distance cost fewer registers).
+// This is exact for the keys that are ever used: the keys of sequence b are j in [0, L) with
+// L = cache_seqlens[b] - leftpad[b] <= cache_seqlens[b] < 2^31 (cache_seqlens is int32;
+// 0 <= leftpad <= cache_seqlens, docs/kvcache.md); lo and hi are clamped to this split's [n0, n1)
+// with n1 <= L in int64, and a row left with no key here is set to the empty range (0, -1) before
+// narrowing (split_keys keeps n0 <= n1 <= L). A row with a key has L >= 1, so
+// diag = L - seqlen_q + i lies in (-2^31, 2^31) and |diag - j| <= max(L, seqlen_q) - 1; diag of a
+// row with no key is never read.
+struct RowKeys {
+  int lo, hi, diag;
+  float slope;
+};
+__device__ __forceinline__ RowKeys row_keys(const DecodeParams& p, const RowMask& mask, int b, int hk, int rr,
+                                            int64_t n0, int64_t n1) {
+  RowKeys k{0, -1, 0, 0.0f};
+  const int i = rr / p.group;
+  k.diag = static_cast<int>(i + mask.shift);
+  if (rr >= p.rows) return k;
+  int64_t lo64, hi64;
+  visible_keys(mask, i, &lo64, &hi64);
+  if (lo64 < n0) lo64 = n0;
+  if (hi64 > n1 - 1) hi64 = n1 - 1;
+  if (lo64 > hi64) return k;  // no key of this row in this split
+  k.lo = static_cast<int>(lo64);
+  k.hi = static_cast<int>(hi64);
+  if (p.alibi_slopes != nullptr)
+    k.slope = p.alibi_slopes[b * p.alibi_batch_stride + hk * p.group + rr % p.group];
+  return k;
 }
 
 // cap · tanh(x / cap), as the CPU reference's modify_score (tanhf: accurate, and the decode kernel
 // is memory-bound, so its cost hides).
-// Positions as int: see decode_kernel's "Positions" comment.
+// Positions as int: see row_keys.
 __device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, float slope, int diag, int j) {
   float s = dot * p.scale;
   if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
@@ -134,6 +208,54 @@ __device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, f
     s -= slope * static_cast<float>(dist);
   }
   return s;
+}
+
+// The end of a CTA, shared by the kernels: kParts partial softmax states (m, l, O) of its kRowsCta
+// rows in shared memory (m, l: (kParts, kRowsCta); o: (kParts, kRowsCta, kD), fp32, O not yet
+// divided by l) are merged exactly as splits are: m = max_g m_g, w_g = exp(m_g - m), l = Σ w_g l_g,
+// O = Σ w_g O_g / l; then written as O and LSE (one split) or as this split's fp32 partials.
+template <typename T, int kD, int kParts, int kRowsCta>
+__device__ __forceinline__ void merge_and_store(const DecodeParams& p, const float* sm_m, const float* sm_l,
+                                                const float* sm_o, int split, int b, int hk, int row0) {
+  constexpr int kChunks = kD / 8;
+  for (int t = threadIdx.x; t < kRowsCta * kChunks; t += blockDim.x) {
+    const int r = t / kChunks, cc = t % kChunks;
+    const int rr = row0 + r;
+    if (rr >= p.rows || cc * 8 >= p.head_dim) continue;
+    float mx = -INFINITY;
+    for (int gg = 0; gg < kParts; ++gg) mx = fmaxf(mx, sm_m[gg * kRowsCta + r]);
+    float sum = 0.0f, acc[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
+    if (mx != -INFINITY) {
+      for (int gg = 0; gg < kParts; ++gg) {
+        const float w = exp2f((sm_m[gg * kRowsCta + r] - mx) * kLog2e);
+        sum += w * sm_l[gg * kRowsCta + r];
+        const float* og = sm_o + (gg * kRowsCta + r) * kD + cc * 8;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(w, og[e], acc[e]);
+      }
+    }
+    const bool empty = !(sum > 0.0f);  // no visible key in this split (NaN stays NaN below)
+    const float inv = empty ? 0.0f : 1.0f / sum;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] *= inv;
+    const float lse = empty ? -INFINITY : mx + logf(sum);
+    const int i = rr / p.group;
+    const int hq = hk * p.group + rr % p.group;
+    if (p.num_splits == 1) {
+      T* op = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
+              int64_t(hq) * p.o_head_stride + cc * 8;
+      *reinterpret_cast<uint4*>(op) = pack8<T>(acc);
+      if (p.lse != nullptr && cc == 0) p.lse[b * p.lse_batch_stride + int64_t(hq) * p.lse_head_stride + i] = lse;
+    } else {
+      const int64_t row = ((int64_t(split) * p.batch + b) * p.seqlen_q + i) * p.heads_q + hq;
+      float* op = p.o_partial + row * p.head_dim + cc * 8;
+      reinterpret_cast<float4*>(op)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      reinterpret_cast<float4*>(op)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+      if (cc == 0) p.lse_partial[((int64_t(split) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i] = lse;
+    }
+  }
 }
 
 template <typename T, int kD>
@@ -151,36 +273,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int g = tid / kChunks;  // this lane's group
   const bool chunk_in = c * 8 < p.head_dim;
 
-  const int64_t lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
-  const int64_t L = int64_t(p.cache_seqlens[b]) - lp;
-  int64_t n0, n1;  // this split's keys [n0, n1)
-  if (p.split_size > 0) {
-    n0 = int64_t(split) * p.split_size;
-    n1 = n0 + p.split_size;
-  } else {
-    const int64_t size = L > 0 ? (L + p.num_splits - 1) / p.num_splits : 1;
-    n0 = int64_t(split) * size;
-    n1 = n0 + size;
-  }
-  if (n1 > L) n1 = L;
+  int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
+  split_keys(p, b, split, &lp, &L, &n0, &n1);
+  const RowMask mask = sequence_mask(p, L);
 
-  RowMask mask;
-  mask.seqlen_q = p.seqlen_q;
-  mask.seqlen_k = L;
-  mask.shift = L - p.seqlen_q;
-  mask.left = p.window_left;
-  mask.right = p.window_right;
-
-  // The rows: query i, query head hq; their visible keys inside this split; q in shared memory.
-  //
-  // Positions are int (32 bits; the loop's compares and the ALiBi distance cost fewer registers,
-  // which the 128-register cap needs). This is exact for the keys that are ever used: the keys of
-  // sequence b are j in [0, L) with L = cache_seqlens[b] - leftpad[b] <= cache_seqlens[b] < 2^31
-  // (cache_seqlens is int32; 0 <= leftpad <= cache_seqlens, docs/kvcache.md); lo and hi are clamped
-  // to this split's [n0, n1) with n1 <= L in int64, and a row left with no key here is set to the
-  // empty range (0, -1) before narrowing (n0 = split · split_size may pass 2^31). A row with a key
-  // has L >= 1, so diag = L - seqlen_q + i lies in (-2^31, 2^31) and |diag - j| <= max(L, seqlen_q)
-  // - 1; diag of a row with no key is never read.
+  // The rows: their visible keys inside this split, as row_keys() computes them (written out here:
+  // calling row_keys costs this kernel 60 bytes of spill at its 128-register cap, ptxas sm_90a,
+  // nvcc 13.0, 2026-11-24; inline it has none); q in shared memory (fp32).
   __shared__ __align__(16) float sm_q[kRows][kD];
   float qf[8];
   int lo[kRows], hi[kRows], diag[kRows];
@@ -318,56 +417,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     compute(j0 + kStep, kb, vb);
   }
 
-  // Merge the groups: m = max_g m_g, w_g = exp(m_g - m), l = Σ w_g l_g, O = Σ w_g O_g / l.
-  __shared__ float sm_m[kGroups][kRows], sm_l[kGroups][kRows];
-  __shared__ float sm_o[kGroups][kRows][kD];
+  // Merge the groups (merge_and_store).
+  __shared__ float sm_m[kGroups * kRows], sm_l[kGroups * kRows];
+  __shared__ float sm_o[kGroups * kRows * kD];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     if (c == 0) {
-      sm_m[g][r] = m[r];
-      sm_l[g][r] = l[r];
+      sm_m[g * kRows + r] = m[r];
+      sm_l[g * kRows + r] = l[r];
     }
 #pragma unroll
-    for (int e = 0; e < 8; ++e) sm_o[g][r][c * 8 + e] = o[r][e];
+    for (int e = 0; e < 8; ++e) sm_o[(g * kRows + r) * kD + c * 8 + e] = o[r][e];
   }
   __syncthreads();
-  for (int t = tid; t < kRows * kChunks; t += kThreads) {
-    const int r = t / kChunks, cc = t % kChunks;
-    const int rr = row0 + r;
-    if (rr >= p.rows || cc * 8 >= p.head_dim) continue;
-    float mx = -INFINITY;
-    for (int gg = 0; gg < kGroups; ++gg) mx = fmaxf(mx, sm_m[gg][r]);
-    float sum = 0.0f, acc[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
-    if (mx != -INFINITY) {
-      for (int gg = 0; gg < kGroups; ++gg) {
-        const float w = exp2f((sm_m[gg][r] - mx) * kLog2e);
-        sum += w * sm_l[gg][r];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(w, sm_o[gg][r][cc * 8 + e], acc[e]);
-      }
-    }
-    const bool empty = !(sum > 0.0f);  // no visible key in this split (NaN stays NaN below)
-    const float inv = empty ? 0.0f : 1.0f / sum;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] *= inv;
-    const float lse = empty ? -INFINITY : mx + logf(sum);
-    const int i = rr / p.group;
-    const int hq = hk * p.group + rr % p.group;
-    if (p.num_splits == 1) {
-      T* op = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
-              int64_t(hq) * p.o_head_stride + cc * 8;
-      *reinterpret_cast<uint4*>(op) = pack8<T>(acc);
-      if (p.lse != nullptr && cc == 0) p.lse[b * p.lse_batch_stride + int64_t(hq) * p.lse_head_stride + i] = lse;
-    } else {
-      const int64_t row = ((int64_t(split) * p.batch + b) * p.seqlen_q + i) * p.heads_q + hq;
-      float* op = p.o_partial + row * p.head_dim + cc * 8;
-      reinterpret_cast<float4*>(op)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-      reinterpret_cast<float4*>(op)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-      if (cc == 0) p.lse_partial[((int64_t(split) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i] = lse;
-    }
-  }
+  merge_and_store<T, kD, kGroups, kRows>(p, sm_m, sm_l, sm_o, split, b, hk, row0);
 }
 
 // Merges the splits of decode_kernel (one CTA per (b, i, hq); a thread per 8 columns):

@@ -1,0 +1,354 @@
+// src/cuda/decode/decode_tile_kernel.cuh — the "tile" decode kernel (FLASHLAB_DECODE_KERNEL=tile;
+// docs/kvcache.md, "CUDA (experimental)"): the same work and semantics as decode_kernel.cuh's loop ("v5"),
+// but K and V stream through shared memory in tiles, with a multi-stage cp.async pipeline, and the math is
+// tensor-core mma.sync from shared memory.
+//
+// Why: v5 loads 16-byte chunks into registers, two keys per group of lanes per iteration: too few
+// bytes in flight per SM, so it is latency-bound (about 1.0 TB/s on an H100 where the copy ceiling
+// is about 3.0). Here a CTA keeps kStages - 1 tiles of K and V in flight while it computes on one
+// (hdim 128: 2 x 32 KiB per CTA, 2 CTAs per SM), and the copies need no registers. Measured (H100,
+// 2026-11-24, B 32, GQA 32/8, hdim 128, bf16, L 1k..64k): 1.9-3.0 TB/s against v5's 1.0-1.1.
+//
+// One CTA = (split, sequence b, kv head, chunk of kTileRows = 16 query rows): the rows are the
+// (query position, query head of the group) pairs as in v5, padded with zero rows to the 16 rows of
+// mma.m16n8k16, so GQA's query heads share every K/V byte. Per tile of kBlockN keys (K and V, each
+// (kBlockN, kD) in the dtype, rows swizzled in shared memory):
+//   warp w takes keys 16w .. 16w + 15 of the tile (hdim 256: warps 2k, 2k+1 take keys 16k.., each
+//   for half of O's columns):
+//   S = Q·Kᵀ       (16 rows x 16 keys: D/16 k-steps x 2 mma; Q and K through ldmatrix)
+//   S -> masked, modified (score_chain: scale, softcap, ALiBi), online softmax per row (quad shuffles)
+//   O += P·V       (P stays in registers as the A operand; V through ldmatrix.trans; D/8 mma)
+// Each warp keeps its own (m, l, O) over its keys, like v5's groups; at the end the warps are merged
+// through shared memory (merge_and_store, shared with v5) and written as O / LSE or the split's
+// partials, which decode_combine_kernel merges.
+//
+// Masking and NaN: keys past the union of the rows' visible keys (the tile's tail) are zero-filled by
+// cp.async (src-size 0: nothing is read), and so are the columns past head_dim of an off-bucket head
+// dim; every key inside the union is a filled cache slot (j < L). A key a row does not see gets
+// score -inf by selection (never by a multiply), so P = 0 for it, and 0 · (finite V) = 0.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/common/math.h"
+#include "cuda/decode/decode_kernel.cuh"
+
+namespace flashlab {
+namespace decode {
+
+constexpr int kTileRows = 16;  // query rows per CTA: the M of mma.m16n8k16 (v5: kRows = 4)
+
+// The tile kernel's shape per head-dim bucket. Chosen from Little's law, not from an A/B of shapes
+// (hdim 128 reaches 3.0 TB/s at L 64k on an H100, 2026-11-24; 64 and 256 are verified, not timed).
+// At ~3 TB/s over 132 SMs and ~1 µs of DRAM
+// latency an SM needs ~23 KiB in flight; each CTA here keeps (stages - 1) tiles of K + V in flight.
+//   warps:      each warp takes 16 keys of a tile (one k-step of P·V) and col_split warps take the
+//               same 16 keys, each for 1 / col_split of O's columns (S is computed by each of them):
+//               block_n = 16 · warps / col_split.
+//   d <= 64:    4 warps, 64 keys, 4 stages: 16 KiB a stage, 66 KiB of shared memory, 3 CTAs per SM
+//               (48 KiB in flight per CTA). ptxas sm_90a: 122 registers, no spill.
+//   d <= 128:   4 warps, 64 keys, 3 stages: 32 KiB a stage, 100 KiB, 2 CTAs per SM (64 KiB in flight
+//               per CTA). A 4th stage would leave 1 CTA per SM. ptxas: 162 registers, no spill.
+//   d <= 256:   4 warps in 2 column halves, 32 keys, 3 stages: 32 KiB a stage, 104 KiB, 2 CTAs per
+//               SM; ptxas: 179 registers, no spill. Without the column split a warp holds O as
+//               16 x 256 fp32 (128 registers a thread): ptxas capped at 255 registers and spilled
+//               (2 warps, 32 keys: 24 bytes).
+// min_blocks is what ptxas is asked for (__launch_bounds__): the CTAs per SM that shared memory
+// allows, so registers never limit occupancy below it. Devices with less than the shared memory
+// (sm_86 / sm_89: 99 KiB a block) run v5 instead (decode.cu).
+struct TileShape {
+  int warps, block_n, stages, min_blocks, col_split;
+};
+constexpr TileShape tile_shape(int d) {
+  return d <= 64    ? TileShape{4, 64, 4, 3, 1}
+         : d <= 128 ? TileShape{4, 64, 3, 2, 1}
+                    : TileShape{4, 32, 3, 2, 2};
+}
+
+// Shared memory of the tile kernel. 16-bit elements as uint16_t (the union needs trivial types).
+// Rows are swizzled (swizzle()): an ldmatrix reads 8 rows of one 16-byte column chunk, which without
+// it would sit in the same banks (rows are 128 / 256 / 512 bytes).
+template <int kD>
+struct TileSmem {
+  static constexpr TileShape kShape = tile_shape(kD);
+  static constexpr int kKeyWarps = kShape.warps / kShape.col_split;  // warps with different keys
+  alignas(16) uint16_t q[kTileRows * kD];                            // (kTileRows, kD)
+  union {
+    struct {
+      alignas(16) uint16_t k[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
+      alignas(16) uint16_t v[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
+    } kv;
+    struct {                           // after the loop: the key warps' softmax states for merge_and_store
+      float m[kKeyWarps * kTileRows];  // (key warps, kTileRows)
+      float l[kKeyWarps * kTileRows];  // (key warps, kTileRows)
+      float o[kKeyWarps * kTileRows * kD];  // (key warps, kTileRows, kD)
+    } merge;
+  };
+};
+
+// Element index of (row, 16-byte chunk c) in a swizzled (rows, kD) buffer: chunk c ^ (row % 8), so
+// the 8 rows of an ldmatrix matrix fall in 8 different bank groups (kD >= 64: >= 8 chunks a row).
+template <int kD>
+__device__ __forceinline__ int swizzle(int row, int c) {
+  static_assert(kD >= 64, "the swizzle permutes 8 chunks of a row");
+  return row * kD + ((c ^ (row & 7)) << 3);
+}
+
+// ---- the instructions, as thin inline-PTX wrappers (sm_80 and later). Fragment layouts of
+// mma.m16n8k16 (g = lane / 4, t = lane % 4): A a0 = (row g, k 2t..2t+1), a1 = (row g+8, k 2t..),
+// a2 = (row g, k 2t+8..), a3 = (row g+8, k 2t+8..); B b0 = (k 2t..2t+1, col g), b1 = (k 2t+8.., col g);
+// C c0, c1 = (row g, cols 2t, 2t+1), c2, c3 = (row g+8, cols 2t, 2t+1). ldmatrix.x4: lanes 8m..8m+7
+// give the row addresses of matrix m; register m is matrix m's fragment.
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(ptr)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(ptr)));
+}
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                  uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const typename Vec<T>::T2 v = Vec<T>::from_float2(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+// 16 bytes global -> shared, asynchronously; fill = false writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool fill) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(fill ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {  // at most N committed groups still in flight
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
+    decode_tile_kernel(const __grid_constant__ DecodeParams p) {
+  constexpr TileShape kShape = tile_shape(kD);
+  constexpr int kWarps = kShape.warps, kBlockN = kShape.block_n, kStages = kShape.stages;
+  constexpr int kColSplit = kShape.col_split, kKeyWarps = kWarps / kColSplit;
+  constexpr int kDw = kD / kColSplit;  // O columns per warp
+  constexpr int kThreadsCta = kWarps * 32;
+  constexpr int kChunks = kD / 8;                      // 16-byte chunks of a row
+  constexpr int kRowsPerPass = kThreadsCta / kChunks;  // tile rows one pass of the CTA copies
+  static_assert(kBlockN == 16 * kKeyWarps, "each warp takes 16 keys of a tile: one k-step of P·V");
+  static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
+  static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
+  static_assert(kStages >= 2, "a pipeline needs two stages");
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  TileSmem<kD>& sm = *reinterpret_cast<TileSmem<kD>*>(smem_raw);
+
+  const int split = blockIdx.x;
+  const int b = blockIdx.y / p.heads_kv;
+  const int hk = blockIdx.y % p.heads_kv;
+  const int row0 = blockIdx.z * kTileRows;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;  // the MMA fragment coordinates (see the wrappers)
+
+  int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
+  split_keys(p, b, split, &lp, &L, &n0, &n1);
+  const RowMask mask = sequence_mask(p, L);
+
+  // Q -> shared memory, zero past the rows and past head_dim (padding rows score 0 and are masked).
+  for (int e = tid; e < kTileRows * kChunks; e += kThreadsCta) {
+    const int r = e / kChunks, c = e % kChunks, rr = row0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (rr < p.rows && c * 8 < p.head_dim) {
+      const int i = rr / p.group, hq = hk * p.group + rr % p.group;
+      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + b * p.q_batch_stride +
+                                          int64_t(i) * p.q_row_stride + int64_t(hq) * p.q_head_stride +
+                                          c * 8);
+    }
+    *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(r, c)]) = v;
+  }
+  // The keys the CTA streams: the union of its rows' visible keys in this split.
+  int64_t k_begin = n1, k_end = n0;
+  for (int r = 0; r < kTileRows; ++r) {
+    const RowKeys rk = row_keys(p, mask, b, hk, row0 + r, n0, n1);
+    if (rk.lo <= rk.hi) {
+      if (rk.lo < k_begin) k_begin = rk.lo;
+      if (rk.hi + 1 > k_end) k_end = rk.hi + 1;
+    }
+  }
+  // This thread's two rows of every C fragment: g and g + 8.
+  const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + g, n0, n1),
+                           row_keys(p, mask, b, hk, row0 + g + 8, n0, n1)};
+  const int n_tiles = k_begin < k_end ? static_cast<int>((k_end - k_begin + kBlockN - 1) / kBlockN) : 0;
+
+  // Tile `tile` (keys k_begin + tile · kBlockN ...) -> stage tile % kStages. A thread copies chunk
+  // tid % kChunks of rows tid / kChunks + kRowsPerPass · it: a warp's copies are whole rows. The row
+  // address is computed per key (a page may hold one slot).
+  const T* kg = static_cast<const T*>(p.k);
+  const T* vg = static_cast<const T*>(p.v);
+  auto load_tile = [&](int tile) __attribute__((always_inline)) {
+    const int stage = tile % kStages;
+    const int64_t j0 = k_begin + int64_t(tile) * kBlockN;
+    const int c = tid % kChunks;
+    const bool chunk_in = c * 8 < p.head_dim;
+#pragma unroll 4
+    for (int it = 0; it < kBlockN / kRowsPerPass; ++it) {
+      const int r = tid / kChunks + it * kRowsPerPass;
+      const int64_t j = j0 + r;
+      const bool fill = chunk_in && j < k_end;
+      const T* ks = kg;  // src-size 0 reads nothing; the address is still a valid one
+      const T* vs = vg;
+      if (fill) {
+        int64_t block, within;
+        slot_place(p, b, lp + j, &block, &within);
+        ks = kg + block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
+        vs = vg + block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
+      }
+      cp_async_16(&sm.kv.k[stage][swizzle<kD>(r, c)], ks, fill);
+      cp_async_16(&sm.kv.v[stage][swizzle<kD>(r, c)], vs, fill);
+    }
+  };
+
+  // This warp's online softmax over its keys: m, l per row (l summed over the quad at the end);
+  // O (16 rows x this warp's kDw columns) as kDw / 8 C fragments.
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float o[kDw / 8][4];
+#pragma unroll
+  for (int n = 0; n < kDw / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
+
+      // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
+      // iteration (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < n_tiles) load_tile(s);
+    cp_async_commit();
+  }
+  const int key0 = (warp / kColSplit) * 16;   // this warp's keys in a tile
+  const int col0 = (warp % kColSplit) * kDw;  // and its first O column
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    cp_async_wait<kStages - 2>();
+    // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
+    // next load overwrites.
+    __syncthreads();
+    if (tile + kStages - 1 < n_tiles) load_tile(tile + kStages - 1);
+    cp_async_commit();
+    const uint16_t* ks = sm.kv.k[tile % kStages];
+    const uint16_t* vs = sm.kv.v[tile % kStages];
+
+    // S = Q·Kᵀ: (16 rows, 16 keys) as two 8-key C fragments.
+    float s[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kChunks / 2; ++kk) {  // k-steps of 16 dims = 2 chunks
+      uint32_t a[4], bk[4];
+      // Q: matrices (rows 0-7 | 8-15) x (chunk 2kk | 2kk+1) = a0..a3
+      ldmatrix_x4(a, &sm.q[swizzle<kD>((lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
+      // K: matrices (keys 0-7, chunk 2kk), (keys 0-7, 2kk+1), (keys 8-15, 2kk), (keys 8-15, 2kk+1)
+      ldmatrix_x4(bk, &ks[swizzle<kD>(key0 + (lane % 8) + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)]);
+      mma_16816<T>(s[0], a, bk[0], bk[1]);
+      mma_16816<T>(s[1], a, bk[2], bk[3]);
+    }
+
+    // Mask and modify (by selection: a key a row does not see never enters its softmax), then the
+    // online softmax of the two rows. Element (n, e): row g + 8 · (e / 2), key jw + 8n + 2t + e % 2.
+    const int64_t jw = k_begin + int64_t(tile) * kBlockN + key0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const RowKeys& rk = rows[h];
+      float mx = m[h];
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          const int64_t j = jw + 8 * n + 2 * t + (e & 1);
+          s[n][e] = (j >= rk.lo && j <= rk.hi)
+                        ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
+                        : -INFINITY;
+          mx = fmaxf(mx, s[n][e]);
+        }
+      mx = common::quad_max(mx);  // the row's 16 keys lie in the 4 lanes of a quad
+      const float alpha = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
+      const float base = mx == -INFINITY ? 0.0f : mx;  // nothing visible yet: every P is 0
+      m[h] = mx;
+      l[h] *= alpha;
+#pragma unroll
+      for (int n = 0; n < kDw / 8; ++n) {
+        o[n][2 * h] *= alpha;
+        o[n][2 * h + 1] *= alpha;
+      }
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          s[n][e] = common::fast_exp2((s[n][e] - base) * kLog2e);  // -inf -> +0
+          l[h] += s[n][e];
+        }
+    }
+
+    // O += P·V: the two S fragments are the A operand of one 16-key k-step (FlashAttention-2's trick).
+    const uint32_t pa[4] = {pack2<T>(s[0][0], s[0][1]), pack2<T>(s[0][2], s[0][3]),
+                            pack2<T>(s[1][0], s[1][1]), pack2<T>(s[1][2], s[1][3])};
+#pragma unroll
+    for (int nn = 0; nn < kDw / 16; ++nn) {  // 16 dims = two 8-column C fragments
+      uint32_t bv[4];
+      // V transposed: matrices (keys 0-7 | 8-15) x (chunk 2nn | 2nn+1) = b0, b1 of n-tile 2nn, then 2nn+1
+      const int c = col0 / 8 + 2 * nn + lane / 16;
+      ldmatrix_x4_trans(bv, &vs[swizzle<kD>(key0 + (lane % 8) + 8 * ((lane / 8) % 2), c)]);
+      mma_16816<T>(o[2 * nn], pa, bv[0], bv[1]);
+      mma_16816<T>(o[2 * nn + 1], pa, bv[2], bv[3]);
+    }
+  }
+
+  // The stages become the merge's buffers: no copy may still land in them.
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] = common::quad_sum(l[h]);
+    const int r = (warp / kColSplit) * kTileRows + g + 8 * h;
+    if (t == 0 && col0 == 0) {  // the column parts hold the same m and l
+      sm.merge.m[r] = m[h];
+      sm.merge.l[r] = l[h];
+    }
+#pragma unroll
+    for (int n = 0; n < kDw / 8; ++n)
+      *reinterpret_cast<float2*>(&sm.merge.o[r * kD + col0 + 8 * n + 2 * t]) =
+          make_float2(o[n][2 * h], o[n][2 * h + 1]);
+  }
+  __syncthreads();
+  merge_and_store<T, kD, kKeyWarps, kTileRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
+}
+
+}  // namespace decode
+}  // namespace flashlab
