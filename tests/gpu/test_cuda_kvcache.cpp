@@ -7,7 +7,7 @@
 // windows, softcap, ALiBi; splits auto / 1 / 3 / 7 and fixed split sizes. Unfilled cache slots and
 // the outputs are NaN-poisoned: a slot that leaks or a row left unwritten fails. Skips without a GPU.
 //   FLASHLAB_KV_SWEEP=N (default 300) cases; FLASHLAB_KV_SEED.
-//   FLASHLAB_DECODE_KERNEL=v5 (default) | tile: the kernel the sweep runs (src/cuda/decode/decode.h).
+//   FLASHLAB_DECODE_KERNEL=tile (default) | v5: the kernel the sweep runs (src/cuda/decode/decode.h).
 //   FLASHLAB_KV_BENCH=1: the Bandwidth test, both kernels per cache length.
 #include <gtest/gtest.h>
 

@@ -114,7 +114,7 @@ Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kern
 
 DecodeKernel kernel_from_env() {
   const char* v = std::getenv("FLASHLAB_DECODE_KERNEL");
-  return v != nullptr && std::strcmp(v, "tile") == 0 ? DecodeKernel::kTile : DecodeKernel::kV5;
+  return v != nullptr && std::strcmp(v, "v5") == 0 ? DecodeKernel::kV5 : DecodeKernel::kTile;
 }
 std::atomic<int>& kernel_choice() {
   static std::atomic<int> choice{static_cast<int>(kernel_from_env())};  // read once
