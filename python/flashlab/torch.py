@@ -352,3 +352,10 @@ def attention(
         deterministic=deterministic, impl=impl,
     )  # fmt: skip
     return (out, lse) if return_lse else out
+
+
+# The KV-cache path (flashlab::kvcache_attention / kvcache_combine and the decode object) lives in
+# _torch_kvcache.py; imported last, since it registers its ops on _lib above.
+from ._torch_kvcache import KVCacheDecoder, attention_combine, attention_with_kvcache  # noqa: E402
+
+__all__ += ["KVCacheDecoder", "attention_combine", "attention_with_kvcache"]
