@@ -296,15 +296,16 @@ class KVCacheDecoder:
         paged = page_size is not None
         max_pages = -(-max_seqlen_cache // page_size) if paged else 0
         capacity = max_pages * page_size if paged else max_seqlen_cache
-        # Placeholders of the planned shapes. The caches are one row broadcast (stride 0): only
-        # shapes matter to kvcache_workspace_size, and the real caches may be gigabytes.
+        # Placeholders of the planned shapes. The caches broadcast one page (one slot when
+        # contiguous) with stride 0: only shapes and the layout's stride order matter to
+        # kvcache_workspace_size, and the real caches may be gigabytes.
         q = torch.empty((batch, seqlen_q, heads_q, head_dim), dtype=dtype, device=device)
         if paged:
-            cache_shape = ((batch * max_pages, page_size, heads_kv, head_dim) if page_layout == "NHD"
-                           else (batch * max_pages, heads_kv, page_size, head_dim))  # fmt: skip
+            one = (1, page_size, heads_kv, head_dim) if page_layout == "NHD" else (1, heads_kv, page_size, head_dim)
+            cache = torch.zeros(one, dtype=dtype, device=device).expand((batch * max_pages,) + one[1:])
         else:
-            cache_shape = (batch, capacity, heads_kv, head_dim)
-        cache = torch.zeros((head_dim,), dtype=dtype, device=device).expand(cache_shape)
+            one = (1, 1, heads_kv, head_dim)
+            cache = torch.zeros(one, dtype=dtype, device=device).expand((batch, capacity, heads_kv, head_dim))
         new = torch.zeros((head_dim,), dtype=dtype, device=device).expand((batch, seqlen_new, heads_kv, head_dim))
         seqlens = torch.full((batch,), capacity - seqlen_new, dtype=torch.int32, device=device)
         table = torch.arange(batch * max_pages, dtype=torch.int32, device=device).view(batch, max_pages)
