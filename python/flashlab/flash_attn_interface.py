@@ -20,9 +20,13 @@ Differences (docs/python.md lists them all):
   varlen); anything else raises ``flashlab.UnsupportedError``. On the CPU everything runs (fp32
   too), which flash-attn does not do.
 * ``flash_attn_with_kvcache`` (contiguous or paged cache, in-place append, rotary, leftpad,
-  split-KV) runs on CPU tensors (the C++ ``cpu_flash``); on CUDA tensors it raises
-  ``flashlab.UnsupportedError`` until the CUDA decode kernel lands. Any page size works (flash-attn
-  needs multiples of 256). ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
+  split-KV) goes through the torch op ``flashlab::kvcache_attention`` (flashlab.torch): CPU tensors
+  run (the C++ ``cpu_flash``); on CUDA tensors the C++ library decides (docs/kvcache.md, "CUDA";
+  what it refuses raises ``flashlab.UnsupportedError``). NumPy arrays go to
+  ``flashlab.attention_with_kvcache``. flash-attn 3's keywords are keyword-only: ``page_table`` is
+  ``block_table``; ``scheduler_metadata``, ``pack_gqa``, ``sm_margin`` are ignored; the rest raise
+  ``UnsupportedError`` when set. Any page size works (flash-attn needs multiples of 256).
+  ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
 * ``block_table`` in ``flash_attn_varlen_func`` (paged KV for prefill) is not supported.
 
 As in flash-attn, a window side >= seqlen_k (max_seqlen_k for varlen) means unbounded.
@@ -259,8 +263,14 @@ def flash_attn_with_kvcache(
     query of a non-causal, non-local call at position cache_seqlens; flashlab always uses the
     per-query positions (the same thing for seqlen_q = 1).
 
-    CPU tensors run (fp32, fp16, bf16); CUDA tensors raise ``flashlab.UnsupportedError`` until the
-    CUDA kernel lands. Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
+    flash-attn 3 keywords (keyword-only): ``page_table`` = ``block_table``; ``scheduler_metadata``,
+    ``pack_gqa``, ``sm_margin`` are ignored; ``qv``, the descales, ``cu_seqlens_q``,
+    ``cu_seqlens_k_new``, ``max_seqlen_q``, ``rotary_seqlens`` and ``attention_chunk`` raise
+    ``flashlab.UnsupportedError`` when set.
+
+    Runs ``flashlab::kvcache_attention`` (NumPy arrays: ``flashlab.attention_with_kvcache``). CPU
+    tensors run (fp32, fp16, bf16); on CUDA the C++ library decides (``UnsupportedError`` for
+    what it refuses). Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
     written then.
     """
     if isinstance(q, np.ndarray):  # NumPy in, NumPy out: flashlab.attention_with_kvcache
@@ -318,7 +328,8 @@ def flash_attn_combine(
     ``flash_attn_with_kvcache`` stacked over the splits). ``out`` (batch, seqlen_q, nheads,
     headdim), written in place when given, else allocated in ``out_dtype`` (default: out_partial's
     dtype). softmax_lse: fp32 (batch, nheads, seqlen_q). Splits with lse -inf contribute nothing;
-    a row whose splits are all -inf gets out 0 and lse -inf. CPU tensors (CUDA: UnsupportedError).
+    a row whose splits are all -inf gets out 0 and lse -inf. Through ``flashlab::kvcache_combine``
+    (NumPy arrays: ``flashlab.attention_combine``). CPU tensors (CUDA: UnsupportedError).
     """
     if isinstance(out_partial, np.ndarray):
         from .kvcache import attention_combine
