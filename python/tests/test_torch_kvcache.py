@@ -225,3 +225,21 @@ def test_flash_attn_interface_numpy_and_page_table():
     check("page_table out", t_out.numpy(), want_out, TOL[np.float32])
     m_out, m_lse = flash_attn_combine(out[None], lse[None])
     check("numpy combine", m_out, want_out, TOL[np.float32])
+
+
+def test_opcheck():
+    """torch.library.opcheck: the schemas (the caches declared mutated), fake kernels, AOT dispatch.
+    The append rewrites the same slots on every call (cache_seqlens is not advanced), so the
+    repeated calls opcheck makes see the same inputs."""
+    P = build(rng_for("opcheck"), sq=2, t_new=2, seqlens=(5, 0, 9), capacity=16, layout="NHD", page_size=3)
+    args = (_t(P["q"]), _t(P["k_cache"].copy()), _t(P["v_cache"].copy()), _t(P["seqlens"]), _t(P["k"]), _t(P["v"]),
+            None, None, False, None, None, _t(P["kw"]["block_table"]), "NHD", None, True, -1, -1, 0.0, None, 2, 0,
+            "auto")  # fmt: skip
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention.default, args)
+    out, lse = torch.ops.flashlab.kvcache_attention(*args)
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention_out.default,
+                          args + (torch.empty_like(out), torch.empty_like(lse), None))  # fmt: skip
+    parts = (torch.stack([out, out]), torch.stack([lse, lse]))
+    torch.library.opcheck(torch.ops.flashlab.kvcache_combine.default, parts + (None,))
+    torch.library.opcheck(torch.ops.flashlab.kvcache_combine_out.default,
+                          parts + (torch.empty_like(out), torch.empty_like(lse)))  # fmt: skip
