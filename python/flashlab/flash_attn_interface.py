@@ -20,15 +20,21 @@ Differences (docs/python.md lists them all):
   varlen); anything else raises ``flashlab.UnsupportedError``. On the CPU everything runs (fp32
   too), which flash-attn does not do.
 * ``flash_attn_with_kvcache`` (contiguous or paged cache, in-place append, rotary, leftpad,
-  split-KV) runs on CPU tensors (the C++ ``cpu_flash``); on CUDA tensors it raises
-  ``flashlab.UnsupportedError`` until the CUDA decode kernel lands. Any page size works (flash-attn
-  needs multiples of 256). ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
+  split-KV) goes through the torch op ``flashlab::kvcache_attention`` (flashlab.torch): CPU tensors
+  run (the C++ ``cpu_flash``); on CUDA tensors the C++ library decides (docs/kvcache.md, "CUDA";
+  what it refuses raises ``flashlab.UnsupportedError``). NumPy arrays go to
+  ``flashlab.attention_with_kvcache``. flash-attn 3's keywords are keyword-only: ``page_table`` is
+  ``block_table``; ``scheduler_metadata``, ``pack_gqa``, ``sm_margin`` are ignored; the rest raise
+  ``UnsupportedError`` when set. Any page size works (flash-attn needs multiples of 256).
+  ``flash_attn_combine`` merges split-KV partials (docs/kvcache.md).
 * ``block_table`` in ``flash_attn_varlen_func`` (paged KV for prefill) is not supported.
 
 As in flash-attn, a window side >= seqlen_k (max_seqlen_k for varlen) means unbounded.
 """
 
 from typing import Optional, Tuple, Union
+
+import numpy as np
 
 try:
     import torch  # noqa: F401
@@ -44,7 +50,9 @@ from torch import Tensor  # noqa: E402
 
 from ._core import UnsupportedError  # noqa: E402
 from . import _core  # noqa: E402
-from .torch import _attention, _call, _capsule, _last_dim_contiguous  # noqa: E402
+from .torch import _attention  # noqa: E402
+from ._torch_kvcache import attention_combine as _kvcache_combine  # noqa: E402
+from ._torch_kvcache import attention_with_kvcache as _kvcache_attention  # noqa: E402
 
 __all__ = [
     "flash_attn_combine",
@@ -201,18 +209,6 @@ def flash_attn_varlen_kvpacked_func(
 # ---------------------------------------------------------------------------------------------
 # Inference: the K/V cache (docs/kvcache.md)
 # ---------------------------------------------------------------------------------------------
-def _int32(x: Optional[Tensor]) -> Optional[Tensor]:
-    return None if x is None else x.to(torch.int32).contiguous()
-
-
-def _float32(x: Optional[Tensor]) -> Optional[Tensor]:
-    return None if x is None else x.detach().to(torch.float32).contiguous()
-
-
-def _detached(x: Optional[Tensor]) -> Optional[Tensor]:
-    return None if x is None else _last_dim_contiguous(x.detach())
-
-
 def flash_attn_with_kvcache(
     q: Tensor,
     k_cache: Tensor,
@@ -233,6 +229,20 @@ def flash_attn_with_kvcache(
     alibi_slopes: Optional[Tensor] = None,
     num_splits: int = 0,
     return_softmax_lse: bool = False,
+    *,
+    page_table: Optional[Tensor] = None,
+    qv: Optional[Tensor] = None,
+    q_descale: Optional[Tensor] = None,
+    k_descale: Optional[Tensor] = None,
+    v_descale: Optional[Tensor] = None,
+    cu_seqlens_q: Optional[Tensor] = None,
+    cu_seqlens_k_new: Optional[Tensor] = None,
+    max_seqlen_q: Optional[int] = None,
+    rotary_seqlens: Optional[Tensor] = None,
+    attention_chunk: int = 0,
+    scheduler_metadata=None,
+    pack_gqa: Optional[bool] = None,
+    sm_margin: int = 0,
 ):
     """flash-attn 2.x ``flash_attn_with_kvcache``: appends ``k``/``v`` into the cache **in place**
     (at slots ``cache_seqlens[b]`` ..., ``k`` rotated first when ``rotary_cos``/``rotary_sin`` are
@@ -253,33 +263,57 @@ def flash_attn_with_kvcache(
     query of a non-causal, non-local call at position cache_seqlens; flashlab always uses the
     per-query positions (the same thing for seqlen_q = 1).
 
-    CPU tensors run (fp32, fp16, bf16); CUDA tensors raise ``flashlab.UnsupportedError`` until the
-    CUDA kernel lands. Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
+    flash-attn 3 keywords (keyword-only): ``page_table`` = ``block_table``; ``scheduler_metadata``,
+    ``pack_gqa``, ``sm_margin`` are ignored; ``qv``, the descales, ``cu_seqlens_q``,
+    ``cu_seqlens_k_new``, ``max_seqlen_q``, ``rotary_seqlens`` and ``attention_chunk`` raise
+    ``flashlab.UnsupportedError`` when set.
+
+    Runs ``flashlab::kvcache_attention`` (NumPy arrays: ``flashlab.attention_with_kvcache``). CPU
+    tensors run (fp32, fp16, bf16); on CUDA the C++ library decides (``UnsupportedError`` for
+    what it refuses). Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
     written then.
     """
-    q, k, v = _detached(q), _detached(k), _detached(v)
-    k_cache, v_cache = k_cache.detach(), v_cache.detach()
-    batch = q.shape[0]
+    if isinstance(q, np.ndarray):  # NumPy in, NumPy out: flashlab.attention_with_kvcache
+        return _numpy_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
+                              cache_leftpad, block_table if page_table is None else page_table, softmax_scale,
+                              causal, window_size, softcap, rotary_interleaved, alibi_slopes, num_splits,
+                              return_softmax_lse)  # fmt: skip
+    _fa3_unsupported(qv=qv, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
+                     cu_seqlens_q=cu_seqlens_q, cu_seqlens_k_new=cu_seqlens_k_new, rotary_seqlens=rotary_seqlens,
+                     max_seqlen_q=max_seqlen_q, attention_chunk=attention_chunk or None)  # fmt: skip
+    if page_table is not None:
+        if block_table is not None:
+            raise _core.FlashlabError("give block_table (flash-attn 2) or page_table (flash-attn 3), not both")
+        block_table = page_table
     if cache_seqlens is None:  # the whole cache is filled
-        capacity = k_cache.shape[1] * (1 if block_table is None else block_table.shape[1])
-        cache_seqlens = capacity
-    if isinstance(cache_seqlens, int):
-        cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32, device=k_cache.device)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = None
-    if return_softmax_lse:
-        lse = torch.empty((batch, q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
-    tensors = dict(
-        k=k, v=v, rotary_cos=_float32(rotary_cos), rotary_sin=_float32(rotary_sin),
-        cache_batch_idx=_int32(cache_batch_idx), cache_leftpad=_int32(cache_leftpad),
-        block_table=_int32(block_table), alibi_slopes=_float32(alibi_slopes),
+        cache_seqlens = k_cache.shape[1] * (1 if block_table is None else block_table.shape[1])
+    out, lse = _kvcache_attention(
+        q, k_cache, v_cache, cache_seqlens, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+        rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
+        block_table=block_table, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
+        softcap=softcap, alibi_slopes=alibi_slopes, num_splits=num_splits,
     )  # fmt: skip
-    _call(
-        _core.attention_with_kvcache, q, q, k_cache, v_cache, _int32(cache_seqlens), out, lse,
-        **{name: _capsule(t) for name, t in tensors.items()},
-        rotary_interleaved=rotary_interleaved, page_layout="NHD", softmax_scale=softmax_scale,
-        causal=causal, window_left=window_size[0], window_right=window_size[1], softcap=softcap,
-        num_splits=num_splits,
+    return (out, lse) if return_softmax_lse else out
+
+
+def _fa3_unsupported(**given):
+    for name, value in given.items():
+        if value is not None:
+            raise UnsupportedError(f"flash_attn_with_kvcache: {name} (flash-attn 3) is not supported by flashlab")
+
+
+def _numpy_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
+                   block_table, softmax_scale, causal, window_size, softcap, rotary_interleaved, alibi_slopes,
+                   num_splits, return_softmax_lse):  # fmt: skip
+    from .kvcache import attention_with_kvcache
+
+    if cache_seqlens is None:
+        cache_seqlens = k_cache.shape[1] * (1 if block_table is None else np.shape(block_table)[1])
+    out, lse = attention_with_kvcache(
+        q, k_cache, v_cache, cache_seqlens, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+        rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
+        block_table=block_table, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
+        softcap=softcap, alibi_slopes=alibi_slopes, num_splits=num_splits, return_lse=return_softmax_lse,
     )  # fmt: skip
     return (out, lse) if return_softmax_lse else out
 
@@ -294,18 +328,13 @@ def flash_attn_combine(
     ``flash_attn_with_kvcache`` stacked over the splits). ``out`` (batch, seqlen_q, nheads,
     headdim), written in place when given, else allocated in ``out_dtype`` (default: out_partial's
     dtype). softmax_lse: fp32 (batch, nheads, seqlen_q). Splits with lse -inf contribute nothing;
-    a row whose splits are all -inf gets out 0 and lse -inf. CPU tensors (CUDA: UnsupportedError).
+    a row whose splits are all -inf gets out 0 and lse -inf. Through ``flashlab::kvcache_combine``
+    (NumPy arrays: ``flashlab.attention_combine``). CPU tensors (CUDA: UnsupportedError).
     """
-    out_partial = _last_dim_contiguous(out_partial.detach().to(torch.float32))
-    lse_partial = lse_partial.detach().to(torch.float32)
-    if lse_partial.stride(-1) != 1 and lse_partial.shape[-1] > 1:
-        lse_partial = lse_partial.contiguous()
-    if out_partial.dim() != 5:
-        raise _core.FlashlabError(
-            f"out_partial.shape {tuple(out_partial.shape)} must be (num_splits, batch, seqlen_q, nheads, headdim)")
-    _, batch, seqlen_q, nheads, _ = out_partial.shape
-    if out is None:
-        out = torch.empty(out_partial.shape[1:], dtype=out_dtype or out_partial.dtype, device=out_partial.device)
-    lse = torch.empty((batch, nheads, seqlen_q), dtype=torch.float32, device=out_partial.device)
-    _call(_core.attention_combine, out_partial, out_partial, lse_partial, out, lse)
-    return out, lse
+    if isinstance(out_partial, np.ndarray):
+        from .kvcache import attention_combine
+
+        if out is not None:
+            raise _core.FlashlabError("flash_attn_combine: out= needs torch tensors")
+        return attention_combine(out_partial, lse_partial, out_dtype)
+    return _kvcache_combine(out_partial, lse_partial, out_dtype, out=out)

@@ -29,6 +29,14 @@ backward head dims, other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256
 every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
 what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
 library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
+
+Inference against a K/V cache (docs/kvcache.md), in _torch_kvcache.py with the same conventions:
+``attention_with_kvcache`` / ``attention_combine`` through the ops ``flashlab::kvcache_attention``
+(k_cache / v_cache declared mutated: the in-place append) and ``flashlab::kvcache_combine``, and
+``KVCacheDecoder``: ``plan()`` sizes and allocates the workspace and outputs on the host, ``run()``
+calls ``flashlab::kvcache_attention_out`` into them, allocating nothing and never synchronizing, so
+that a CUDA graph can capture it (not yet tested on a GPU). CPU tensors run; on CUDA the C++
+library decides (what it refuses raises ``UnsupportedError``).
 docs/python.md has the rest.
 """
 
@@ -352,3 +360,10 @@ def attention(
         deterministic=deterministic, impl=impl,
     )  # fmt: skip
     return (out, lse) if return_lse else out
+
+
+# The KV-cache path (flashlab::kvcache_attention / kvcache_combine and the decode object) lives in
+# _torch_kvcache.py; imported last, since it registers its ops on _lib above.
+from ._torch_kvcache import KVCacheDecoder, attention_combine, attention_with_kvcache  # noqa: E402
+
+__all__ += ["KVCacheDecoder", "attention_combine", "attention_with_kvcache"]

@@ -5,6 +5,7 @@
 //       cache_leftpad=None, block_table=None, page_layout="NHD", softmax_scale=None, causal=False,
 //       window_left=-1, window_right=-1, softcap=0.0, alibi_slopes=None, num_splits=0, split_size=0,
 //       impl="auto", num_threads=0, stream=0, workspace=None)
+//   _core.kvcache_workspace_size(<attention_with_kvcache's arguments but workspace>) -> int (bytes)
 //   _core.kvcache_append(k_cache, v_cache, cache_seqlens, k, v, *, <the cache and rotary options>)
 //   _core.attention_combine(out_partial, lse_partial, out, lse=None, *, num_threads=0, stream=0,
 //       workspace=None)
@@ -200,7 +201,9 @@ void set_cache(const CacheArray& kc, const CacheArray& vc, const InArray& cache_
   }
 }
 
-void attention_with_kvcache(const InArray& q, nb::handle k_cache, nb::handle v_cache, const InArray& cache_seqlens,
+// attention_with_kvcache, or with size_only the workspace it would need (kvcache_workspace_size on the
+// same parameters: shapes and options only, device data is not read on CUDA) without running it.
+int64_t kvcache_call(const InArray& q, nb::handle k_cache, nb::handle v_cache, const InArray& cache_seqlens,
                             const OutArray& out, const std::optional<OutArray>& lse, const std::optional<InArray>& k,
                             const std::optional<InArray>& v, const std::optional<InArray>& rotary_cos,
                             const std::optional<InArray>& rotary_sin, bool rotary_interleaved,
@@ -209,7 +212,7 @@ void attention_with_kvcache(const InArray& q, nb::handle k_cache, nb::handle v_c
                             std::optional<double> softmax_scale, bool causal, int64_t window_left, int64_t window_right,
                             double softcap, const std::optional<InArray>& alibi_slopes, int num_splits,
                             int64_t split_size, const std::string& impl, int num_threads, uintptr_t stream,
-                            const nb::object& workspace) {
+                            const nb::object& workspace, bool size_only) {
   KvCacheParams p;
   if (q.ndim() != 4)
     fail(cat("q has ", q.ndim(), " dimensions (shape ", shape_str(q), "); expected 4: (batch, seqlen_q, heads_q, head_dim)"));
@@ -238,9 +241,13 @@ void attention_with_kvcache(const InArray& q, nb::handle k_cache, nb::handle v_c
   p.q = in_ref("q", q, "q", q, L);
   p.out = out_ref("out", out, "q", q, L);
   if (lse) set_lse(*lse, L, &p);
+  int64_t bytes = 0;
+  if (size_only) {
+    throw_if_error(flashlab::kvcache_workspace_size(p, &bytes));
+    return bytes;
+  }
   nb::object keep;
   if (!workspace.is_none()) {
-    int64_t bytes = 0;
     throw_if_error(flashlab::kvcache_workspace_size(p, &bytes));
     provide_workspace(workspace, bytes, L, &p, &keep);
   }
@@ -250,7 +257,29 @@ void attention_with_kvcache(const InArray& q, nb::handle k_cache, nb::handle v_c
     st = flashlab::attention_with_kvcache(p);
   }
   throw_if_error(st);
+  return bytes;
 }
+
+// The Python signatures of the two entry points over kvcache_call.
+#define FLASHLAB_KVCACHE_ARGS                                                                                      \
+  const InArray &q, nb::handle k_cache, nb::handle v_cache, const InArray &cache_seqlens, const OutArray &out,     \
+      const std::optional<OutArray> &lse, const std::optional<InArray> &k, const std::optional<InArray> &v,        \
+      const std::optional<InArray> &rotary_cos, const std::optional<InArray> &rotary_sin, bool rotary_interleaved, \
+      const std::optional<InArray> &cache_batch_idx, const std::optional<InArray> &cache_leftpad,                  \
+      const std::optional<InArray> &block_table, const std::string &page_layout,                                   \
+      std::optional<double> softmax_scale, bool causal, int64_t window_left, int64_t window_right, double softcap, \
+      const std::optional<InArray> &alibi_slopes, int num_splits, int64_t split_size, const std::string &impl,     \
+      int num_threads, uintptr_t stream
+#define FLASHLAB_KVCACHE_PASS                                                                                      \
+  q, k_cache, v_cache, cache_seqlens, out, lse, k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, \
+      cache_leftpad, block_table, page_layout, softmax_scale, causal, window_left, window_right, softcap,          \
+      alibi_slopes, num_splits, split_size, impl, num_threads, stream
+
+void attention_with_kvcache(FLASHLAB_KVCACHE_ARGS, const nb::object& workspace) {
+  kvcache_call(FLASHLAB_KVCACHE_PASS, workspace, false);
+}
+
+int64_t kvcache_workspace_size(FLASHLAB_KVCACHE_ARGS) { return kvcache_call(FLASHLAB_KVCACHE_PASS, nb::none(), true); }
 
 void kvcache_append(nb::handle k_cache, nb::handle v_cache, const InArray& cache_seqlens, const InArray& k,
                     const InArray& v, const std::optional<InArray>& rotary_cos,
@@ -368,6 +397,16 @@ void bind_kvcache(nb::module_& m) {
         "(num_pages, page_size, heads_kv, head_dim); HND: (num_pages, heads_kv, page_size, head_dim)). int32 "
         "cache_seqlens / cache_batch_idx / cache_leftpad (batch,), block_table (batch, max_pages); rotary_cos/sin "
         "fp32 (rotary_max_pos, rotary_dim / 2).");
+  m.def("kvcache_workspace_size", &kvcache_workspace_size, "q"_a, "k_cache"_a, "v_cache"_a, "cache_seqlens"_a,
+        "out"_a.noconvert(), "lse"_a.noconvert() = nb::none(), nb::kw_only(), "k"_a = nb::none(), "v"_a = nb::none(),
+        "rotary_cos"_a = nb::none(), "rotary_sin"_a = nb::none(), "rotary_interleaved"_a = false,
+        "cache_batch_idx"_a = nb::none(), "cache_leftpad"_a = nb::none(), "block_table"_a = nb::none(),
+        "page_layout"_a = "NHD", "softmax_scale"_a = nb::none(), "causal"_a = false, "window_left"_a = -1,
+        "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "num_splits"_a = 0,
+        "split_size"_a = 0, "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0,
+        "The workspace bytes attention_with_kvcache needs for these arguments (0 on the CPU): the same checks, "
+        "nothing run or written. On CUDA only shapes and options matter (device data is not read), so a "
+        "plan made once with placeholder tensors of the final shapes holds for every later call.");
   m.def("kvcache_append", &kvcache_append, "k_cache"_a, "v_cache"_a, "cache_seqlens"_a, "k"_a, "v"_a, nb::kw_only(),
         "rotary_cos"_a = nb::none(), "rotary_sin"_a = nb::none(), "rotary_interleaved"_a = false,
         "cache_batch_idx"_a = nb::none(), "cache_leftpad"_a = nb::none(), "block_table"_a = nb::none(),

@@ -424,6 +424,13 @@ FLASH_ATTN_KVCACHE_PARAMS = [
     ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None), ("num_splits", 0),
     ("return_softmax_lse", False),
 ]
+# flash-attn 3's keywords, keyword-only after flash-attn 2's positional order (page_table is
+# block_table; the rest raise UnsupportedError when set, or are scheduling hints that are ignored).
+FLASH_ATTN3_KVCACHE_KEYWORDS = [
+    ("page_table", None), ("qv", None), ("q_descale", None), ("k_descale", None), ("v_descale", None),
+    ("cu_seqlens_q", None), ("cu_seqlens_k_new", None), ("max_seqlen_q", None), ("rotary_seqlens", None),
+    ("attention_chunk", 0), ("scheduler_metadata", None), ("pack_gqa", None), ("sm_margin", 0),
+]
 
 
 @needs_torch
@@ -432,8 +439,11 @@ def test_flash_attn_with_kvcache_signature():
 
     from flashlab import flash_attn_interface as fa
 
-    params = inspect.signature(fa.flash_attn_with_kvcache).parameters
-    assert [(p.name, p.default) for p in params.values()] == FLASH_ATTN_KVCACHE_PARAMS
+    params = list(inspect.signature(fa.flash_attn_with_kvcache).parameters.values())
+    n = len(FLASH_ATTN_KVCACHE_PARAMS)
+    assert [(p.name, p.default) for p in params[:n]] == FLASH_ATTN_KVCACHE_PARAMS
+    assert [(p.name, p.default) for p in params[n:]] == FLASH_ATTN3_KVCACHE_KEYWORDS
+    assert all(p.kind == p.KEYWORD_ONLY for p in params[n:])
 
 
 def _t(x, dtype):
