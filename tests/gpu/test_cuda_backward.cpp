@@ -578,12 +578,14 @@ TEST_P(CudaBackwardImpl, Workspace) {
     Status st = flashlab::backward_workspace_size(p, &need);
     if (not_built(st)) GTEST_SKIP() << st.message();
     ASSERT_TRUE(st.ok()) << st.to_string();
-    // cuda_sm80's layout: D per row; dQ accumulators (atomic mode): whole 128-row tiles per
-    // sequence (300 -> 384 rows) · heads_q · the head-dim bucket; GQA slices: rows · heads ·
-    // head_dim. Other implementations are held to the contract below only.
+    // cuda_sm80's layout: D per row; row_stats (cuda_sm90's LSE and D tiles, reserved whichever
+    // implementation runs): whole 128-row tiles per sequence (300 -> 384 rows) · heads_q · 2; dQ
+    // accumulators (atomic mode): the same rows · heads_q · the head-dim bucket; GQA slices: rows ·
+    // heads · head_dim. Other implementations are held to the contract below only.
     if (GetParam() == Impl::kCudaSm80) {
       const int64_t rows_q = 2 * 300, rows_k = 2 * 515, rows_q_tiles = 2 * 384;
       int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
+      want += ((4 * rows_q_tiles * 8 * 2 + 255) / 256) * 256;
       if (!deterministic) want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
       want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
       EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");
