@@ -1,0 +1,271 @@
+"""flashlab.distributed — context parallelism: ring attention over torch.distributed.
+
+    import torch.distributed as dist, flashlab.distributed as fd
+    # every rank holds its shard of the sequence: (batch, seqlen_local, heads, head_dim)
+    q, k, v = (fd.zigzag_shard(x, rank, world) for x in (q_full, k_full, v_full))  # causal layout
+    out = fd.ring_attention(q, k, v, causal=True)          # this rank's rows of the full attention
+    out.sum().backward()                                    # dq, dk, dv of this rank's shard
+
+K/V blocks travel around the ring of ranks (rank r receives from r - 1 and sends to r + 1). While a
+block is computed the next one is already on its way (``dist.isend`` / ``dist.irecv``); each block
+gives a partial (out_i, lse_i) through ``flashlab::fwd``, merged exactly through the log-sum-exp
+(``merge_partial``). The backward is the ring backward: per block pair ``flashlab::bwd`` with the
+merged (global) out and lse gives exact dq contributions (summed here) and dk/dv contributions for
+the visiting block, which travel on with it and reach their owner after the last step; all sums
+in fp32. docs/distributed.md has the algorithm and what has been verified (CPU, gloo).
+
+Causal attention expects the zigzag layout (``zigzag_shard``): the sequence is cut into 2R
+chunks and rank r holds chunks r and 2R-1-r, so every rank does the same amount of work.
+Non-causal attention takes plain contiguous shards (any layout works: every pair is full).
+"""
+
+from typing import List, Optional, Sequence
+
+try:
+    import torch
+    import torch.distributed as dist
+except ModuleNotFoundError as _e:
+    if _e.name not in ("torch", "torch.distributed"):
+        raise
+    raise ImportError("flashlab.distributed needs PyTorch with torch.distributed", name="torch") from _e
+from torch import Tensor
+
+from . import torch as _fl  # noqa: F401  (registers the flashlab::fwd / flashlab::bwd ops)
+
+__all__ = ["ring_attention", "merge_partial", "zigzag_shard", "zigzag_unshard"]
+
+_FWD = torch.ops.flashlab.fwd.default
+_BWD = torch.ops.flashlab.bwd.default
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharding
+# ---------------------------------------------------------------------------------------------
+def zigzag_shard(x: Tensor, rank: int, world: int, dim: int = 1) -> Tensor:
+    """Rank `rank`'s zigzag shard of `x` along `dim`: chunks `rank` and `2*world-1-rank` of the
+    sequence cut into 2*world equal chunks (the length must divide by 2*world)."""
+    n = x.shape[dim]
+    if n % (2 * world):
+        raise ValueError(f"zigzag_shard: length {n} along dim {dim} is not a multiple of 2*world={2 * world}")
+    chunks = x.chunk(2 * world, dim=dim)
+    return torch.cat([chunks[rank], chunks[2 * world - 1 - rank]], dim=dim)
+
+
+def zigzag_unshard(shards: Sequence[Tensor], dim: int = 1) -> Tensor:
+    """The full sequence from the zigzag shards of every rank, in rank order (inverse of
+    ``zigzag_shard``; e.g. the list filled by ``dist.all_gather``)."""
+    world = len(shards)
+    chunks: List[Optional[Tensor]] = [None] * (2 * world)
+    for r, s in enumerate(shards):
+        first, second = s.chunk(2, dim=dim)
+        chunks[r], chunks[2 * world - 1 - r] = first, second
+    return torch.cat(chunks, dim=dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# The LSE merge
+# ---------------------------------------------------------------------------------------------
+def merge_partial(out: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
+    """Merge two partial attentions over disjoint key sets, exactly, in fp32.
+
+    out, out_i: (batch, seqlen, heads, head_dim); lse, lse_i: (batch, heads, seqlen).
+    lse' = logaddexp(lse, lse_i); out' = exp(lse - lse') out + exp(lse_i - lse') out_i.
+    Rows where both are empty (lse = lse_i = -inf) stay out' = 0, lse' = -inf. Returns fp32.
+    """
+    out, out_i, lse, lse_i = out.float(), out_i.float(), lse.float(), lse_i.float()
+    new = torch.logaddexp(lse, lse_i)
+    finite = torch.isfinite(new)
+    safe = torch.where(finite, new, torch.zeros_like(new))
+    w = torch.where(finite, torch.exp(lse - safe), torch.zeros_like(new))
+    w_i = torch.where(finite, torch.exp(lse_i - safe), torch.zeros_like(new))
+    # (batch, heads, seqlen) -> (batch, seqlen, heads, 1)
+    merged = out * w.transpose(1, 2).unsqueeze(-1) + out_i * w_i.transpose(1, 2).unsqueeze(-1)
+    return merged, new
+
+
+# ---------------------------------------------------------------------------------------------
+# Ring communication
+# ---------------------------------------------------------------------------------------------
+class _Ring:
+    """Neighbours of this rank in `group` and asynchronous exchanges with them."""
+
+    def __init__(self, group):
+        self.group = group
+        self.world = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
+
+        def glob(r):
+            return r if group is None else dist.get_global_rank(group, r)
+
+        self.next = glob((self.rank + 1) % self.world)
+        self.prev = glob((self.rank - 1) % self.world)
+
+    def exchange(self, tensors: Sequence[Tensor], tag: int):
+        """Post sends of `tensors` to the next rank and receives of same-shaped buffers from the
+        previous one; returns (buffers, requests): wait on the requests before reading buffers."""
+        tensors = [t.contiguous() for t in tensors]  # gloo and NCCL send dense tensors
+        bufs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
+        reqs = []
+        for i, (t, b) in enumerate(zip(tensors, bufs)):
+            # Receive first, then send: with 2 ranks next == prev and both directions are posted.
+            reqs.append(dist.irecv(b, src=self.prev, group=self.group, tag=tag + i))
+            reqs.append(dist.isend(t, dst=self.next, group=self.group, tag=tag + i))
+        return bufs, reqs
+
+
+def _wait(reqs):
+    for r in reqs:
+        r.wait()
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-step blocks: which queries meet which keys, and with which mask
+# ---------------------------------------------------------------------------------------------
+def _plan(step: int, rank: int, world: int, causal: bool, n: int):
+    """(q slice, kv slice, causal) for the block of rank (rank - step) visiting `rank`, or None.
+
+    Zigzag (causal): rank r holds chunks (r, 2R-1-r). Own block: one causal call (chunk pairs:
+    same chunk causal, the earlier key chunk full, the later one skipped). A block from an earlier
+    rank j < r: its first chunk j is before both query chunks (full), its second 2R-1-j after both
+    (skipped). From a later rank j > r: both its chunks are after query chunk r (skipped) and before
+    query chunk 2R-1-r (full)."""
+    full = slice(0, n)
+    if not causal:
+        return full, full, False
+    if step == 0:
+        return full, full, True
+    src = (rank - step) % world
+    half = n // 2
+    if src < rank:
+        return full, slice(0, half), False
+    return slice(half, n), full, False
+
+
+def _options(scale, causal):
+    # flashlab::fwd / bwd options after (q, k, v) / (dout, q, k, v, out, lse): no varlen, ALiBi,
+    # dropout, window or softcap; equal lengths on the diagonal, so either causal alignment fits.
+    return (None, None, 0, 0, None, None, scale, causal, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
+
+
+def _seq(t: Tensor, s: slice) -> Tensor:
+    return t[:, s].contiguous() if (s.start, s.stop) != (0, t.shape[1]) else t
+
+
+def _lse_seq(t: Tensor, s: slice) -> Tensor:
+    return t[:, :, s].contiguous() if (s.start, s.stop) != (0, t.shape[2]) else t
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward and backward
+# ---------------------------------------------------------------------------------------------
+_TAG_KV, _TAG_DKV = 0, 2  # k, v use tags 0, 1; dk, dv use 2, 3 (per step, tags repeat in order)
+
+
+def _ring_forward(q, k, v, ring: _Ring, causal: bool, scale):
+    n = q.shape[1]
+    out = lse = None
+    kv = (k, v)
+    for step in range(ring.world):
+        reqs = []
+        if step + 1 < ring.world:  # the next block is on its way while this one is computed
+            nxt, reqs = ring.exchange(kv, _TAG_KV)
+        plan = _plan(step, ring.rank, ring.world, causal, n)
+        if plan is not None:
+            qs, ks, c = plan
+            o_i, l_i = _FWD(_seq(q, qs), _seq(kv[0], ks), _seq(kv[1], ks), *_options(scale, c))
+            if out is None:  # step 0 covers every query row (the diagonal, or every key)
+                out, lse = o_i.float(), l_i.float()
+            elif (qs.start, qs.stop) == (0, n):
+                out, lse = merge_partial(out, lse, o_i, l_i)
+            else:
+                out[:, qs], lse[:, :, qs] = merge_partial(out[:, qs], lse[:, :, qs], o_i, l_i)
+        _wait(reqs)
+        if step + 1 < ring.world:
+            kv = tuple(nxt)
+    return out, lse
+
+
+def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
+    n = q.shape[1]
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    kv = (k, v)
+    dkv_reqs, dkv_in = [], None
+    for step in range(ring.world):
+        reqs = []
+        if step + 1 < ring.world:
+            nxt, reqs = ring.exchange(kv, _TAG_KV)
+        dk_i = torch.zeros(k.shape, dtype=torch.float32, device=k.device)
+        dv_i = torch.zeros(v.shape, dtype=torch.float32, device=v.device)
+        plan = _plan(step, ring.rank, ring.world, causal, n)
+        if plan is not None:
+            qs, ks, c = plan
+            g = _BWD(_seq(dout, qs), _seq(q, qs), _seq(kv[0], ks), _seq(kv[1], ks), _seq(out, qs),
+                     _lse_seq(lse, qs), *_options(scale, c))  # fmt: skip
+            dq[:, qs] += g[0].float()
+            dk_i[:, ks] += g[1].float()
+            dv_i[:, ks] += g[2].float()
+        # The visiting block's gradient so far came from the previous rank (it held the block
+        # one step earlier): add this rank's part and pass it on with the block.
+        if step > 0:
+            _wait(dkv_reqs)
+            dk_i += dkv_in[0]
+            dv_i += dkv_in[1]
+        if ring.world == 1:  # nothing travels: the block is this rank's own
+            dkv_in = (dk_i, dv_i)
+            break
+        dkv_in, dkv_reqs = ring.exchange((dk_i, dv_i), _TAG_DKV)
+        _wait(reqs)
+        if step + 1 < ring.world:
+            kv = tuple(nxt)
+    # After the last step each block's gradient has been sent once more: to its owner.
+    _wait(dkv_reqs)
+    dk, dv = dkv_in
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+class _RingAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, group, causal, scale):
+        ring = _Ring(group)
+        out32, lse = _ring_forward(q, k, v, ring, causal, scale)
+        out = out32.to(q.dtype)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.ring, ctx.causal, ctx.scale = ring, causal, scale
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.ring, ctx.causal, ctx.scale)
+        return dq, dk, dv, None, None, None
+
+
+def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = False,
+                   softmax_scale: Optional[float] = None, return_lse: bool = False):  # fmt: skip
+    """Attention over a sequence sharded across the ranks of `group` (default: the world).
+
+    Args:
+        q: this rank's query shard (batch, seqlen_local, heads_q, head_dim); k, v: its key/value
+            shard (batch, seqlen_local, heads_kv, head_dim), heads_kv dividing heads_q (GQA/MQA).
+            Every rank's shard has the same shape.
+        causal: causal attention over the whole sequence; the shards must be in the zigzag layout
+            (``zigzag_shard``; seqlen_local even). Non-causal: any layout (usually contiguous).
+        softmax_scale: default 1/sqrt(head_dim).
+        return_lse: also return this rank's rows of the global log-sum-exp, fp32
+            (batch, heads_q, seqlen_local); not differentiable.
+
+    Returns:
+        ``out`` (like q: this rank's rows of the full attention), or ``(out, lse)``.
+        Differentiable in q, k, v (the ring backward).
+
+    Every rank must call it (collective); gloo on CPU is what has been tested.
+    """
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("ring_attention needs an initialized torch.distributed process group")
+    if q.shape[1] != k.shape[1] or k.shape != v.shape:
+        raise ValueError("ring_attention: q, k, v shards must have the same seqlen_local and k, v one shape")
+    if causal and q.shape[1] % 2:
+        raise ValueError("ring_attention(causal=True) takes zigzag shards: seqlen_local must be even")
+    out, lse = _RingAttention.apply(q, k, v, group, causal, softmax_scale)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,162 @@
+"""flashlab.distributed: ring attention over torch.distributed (gloo on CPU), forward and backward.
+
+Each case spawns 2 or 4 processes joined by a gloo group on 127.0.0.1. Every process draws the
+same full-sequence inputs, runs ``ring_attention`` on its shard (zigzag for causal, contiguous
+otherwise) and compares out, LSE and dq, dk, dv of its shard against single-process
+``flashlab.torch.attention`` on the whole sequence, in fp32. The cases of one world size share
+one process group (starting processes that import torch dominates the time on 2 cores).
+"""
+
+import os
+import socket
+import traceback
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
+
+import flashlab.distributed as fd  # noqa: E402
+import flashlab.torch as fl  # noqa: E402
+
+CASES = [  # (batch, seqlen, heads_q, heads_kv, head_dim), causal, softmax_scale (or "bf16"); fp32
+    ((2, 64, 4, 4, 32), False, None),
+    ((1, 128, 4, 4, 64), True, None),
+    ((2, 96, 4, 2, 32), True, 0.3),  # GQA
+    ((1, 256, 2, 1, 64), False, None),  # MQA
+    ((1, 128, 2, 2, 64), True, "bf16"),  # bf16 inputs: partial outputs are rounded, so bf16 tolerance
+]
+RTOL = ATOL = 1e-4
+BF16_TOL = 2e-2
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _inputs(shape, seed):
+    b, s, hq, hkv, d = shape
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(b, s, hq, d, generator=g), torch.randn(b, s, hkv, d, generator=g), \
+        torch.randn(b, s, hkv, d, generator=g)
+    dout = torch.randn(b, s, hq, d, generator=g)
+    return q, k, v, dout
+
+
+def _reference(q, k, v, dout, causal, scale):
+    q, k, v = (x.clone().requires_grad_() for x in (q, k, v))
+    out, lse = fl.attention(q, k, v, causal=causal, softmax_scale=scale, return_lse=True)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+    return {"out": out.detach(), "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+
+
+def _check_case(rank, world, shape, causal, scale, seed, group=None):
+    q, k, v, dout = _inputs(shape, seed)
+    tol = RTOL
+    if scale == "bf16":
+        q, k, v, dout = (x.bfloat16() for x in (q, k, v, dout))
+        scale, tol = None, BF16_TOL
+    want = _reference(q, k, v, dout, causal, scale)
+    if causal:
+        def shard(x, dim=1):
+            return fd.zigzag_shard(x, rank, world, dim=dim)
+    else:
+        def shard(x, dim=1):
+            return x.chunk(world, dim=dim)[rank]
+    ql, kl, vl = (shard(x).clone().requires_grad_() for x in (q, k, v))
+    if not causal:  # strided shards straight from chunk() (views of the full tensors)
+        ql, kl, vl = (shard(x.clone().requires_grad_()) for x in (q, k, v))
+    out, lse = fd.ring_attention(ql, kl, vl, group=group, causal=causal, softmax_scale=scale, return_lse=True)
+    dq, dk, dv = torch.autograd.grad(out, (ql, kl, vl), shard(dout))
+    got = {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+    errors = []
+    for name, g in got.items():
+        w = shard(want[name], dim=2 if name == "lse" else 1)
+        if g.shape != w.shape or g.dtype != w.dtype or not torch.allclose(g, w, rtol=tol, atol=tol):
+            err = (g.float() - w.float()).abs().max().item() if g.shape == w.shape else "shape"
+            errors.append(f"{name}: max abs err {err} ({tuple(g.shape)} vs {tuple(w.shape)})")
+    return errors
+
+
+def _worker(rank, world, port, cases, result_dir):
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    lines = []
+    try:
+        for i, (shape, causal, scale) in enumerate(cases):
+            try:
+                errors = _check_case(rank, world, shape, causal, scale, seed=1000 + i)
+            except Exception:
+                errors = [traceback.format_exc()]
+            lines += [f"case {shape} causal={causal} scale={scale}: {e}" for e in errors]
+        if world == 4:  # subgroups {0, 1} and {2, 3}: group ranks differ from global ranks
+            groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+            group = groups[rank // 2]
+            for i, (shape, causal, scale) in enumerate(CASES[:2]):
+                try:
+                    errors = _check_case(rank % 2, 2, shape, causal, scale, seed=2000 + i, group=group)
+                except Exception:
+                    errors = [traceback.format_exc()]
+                lines += [f"subgroup case {shape} causal={causal}: {e}" for e in errors]
+        # zigzag_unshard inverts zigzag_shard through an all_gather
+        x = torch.arange(2 * 4 * world * 3.0).reshape(2, 4 * world, 3)
+        parts = [torch.empty(2, 4, 3) for _ in range(world)]
+        dist.all_gather(parts, fd.zigzag_shard(x, rank, world))
+        if not torch.equal(fd.zigzag_unshard(parts), x):
+            lines.append("zigzag_unshard(all_gather(zigzag_shard)) != x")
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    with open(os.path.join(result_dir, f"rank{rank}.txt"), "w") as f:
+        f.write("\n".join(lines))
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_ring_attention_matches_single_process(world, tmp_path):
+    mp = pytest.importorskip("torch.multiprocessing")
+    mp.spawn(_worker, args=(world, _free_port(), CASES, str(tmp_path)), nprocs=world, join=True)
+    failures = []
+    for r in range(world):
+        text = (tmp_path / f"rank{r}.txt").read_text()
+        failures += [f"rank {r}: {line}" for line in text.splitlines() if line]
+    assert not failures, "\n".join(failures)
+
+
+def test_zigzag_shard_layout():
+    x = torch.arange(8).reshape(1, 8)
+    assert fd.zigzag_shard(x, 0, 2).tolist() == [[0, 1, 6, 7]]
+    assert fd.zigzag_shard(x, 1, 2).tolist() == [[2, 3, 4, 5]]
+    assert torch.equal(fd.zigzag_unshard([fd.zigzag_shard(x, r, 2) for r in range(2)]), x)
+    with pytest.raises(ValueError):
+        fd.zigzag_shard(torch.zeros(1, 6), 0, 2)
+
+
+def test_merge_partial_is_exact():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(1, 16, 2, 32, generator=g), torch.randn(1, 24, 2, 32, generator=g), \
+        torch.randn(1, 24, 2, 32, generator=g)
+    o1, l1 = fl.attention(q, k[:, :10], v[:, :10], return_lse=True)
+    o2, l2 = fl.attention(q, k[:, 10:], v[:, 10:], return_lse=True)
+    o, l = fl.attention(q, k, v, return_lse=True)
+    mo, ml = fd.merge_partial(o1, l1, o2, l2)
+    torch.testing.assert_close(mo, o, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ml, l, rtol=1e-5, atol=1e-5)
+    # an empty partial (lse = -inf) leaves the other unchanged; two empty rows stay empty
+    mo, ml = fd.merge_partial(o1, l1, torch.zeros_like(o2), torch.full_like(l2, float("-inf")))
+    torch.testing.assert_close(mo, o1)
+    mo, ml = fd.merge_partial(torch.zeros_like(o1), torch.full_like(l1, float("-inf")),
+                              torch.zeros_like(o2), torch.full_like(l2, float("-inf")))
+    assert torch.all(mo == 0) and torch.all(ml == float("-inf"))
+
+
+def test_requires_process_group():
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized")
+    q = torch.zeros(1, 4, 1, 32)
+    with pytest.raises(RuntimeError, match="process group"):
+        fd.ring_attention(q, q, q)
