@@ -51,7 +51,6 @@ struct BwdTraits {
   static constexpr int kKeysPerWarpGroup = kBlockN / kMmaWarpGroups;  // 64: one wgmma M
   static constexpr int kMmaThreads = kMmaWarpGroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kMmaThreads + cutlass::NumThreadsPerWarpGroup;
-  static constexpr int kRowsPerThread = 2;
   // setmaxnreg, the forward's rule (kernel_traits.h): 24 + 2 x 240 = 504 = 3 x 168.
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
   static constexpr int kProducerRegs = 24;

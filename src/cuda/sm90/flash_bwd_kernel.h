@@ -34,7 +34,6 @@
 #include <cutlass/cutlass.h>
 
 #include "cuda/common/block_range.h"
-#include "cuda/common/dropout.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/math.h"
 #include "cuda/common/tile_scheduler.h"
@@ -61,7 +60,6 @@ struct FlashBwdKernel {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kThreads = Traits::kThreads;
-  static constexpr int kRows = Traits::kRowsPerThread;
 
   struct Params {
     typename TileScheduler::Params scheduler;
