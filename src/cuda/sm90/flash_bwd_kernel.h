@@ -2,12 +2,13 @@
 // the products per query block. It computes nothing itself.
 //
 // Pieces: TileScheduler common::BwdTileScheduler (one CTA = one key block of 128 keys of one query
-// head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS,
-// unchanged from sm80), the stores of epilogue_bwd.h. No dropout, no varlen, no deterministic mode
+// head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS
+// on the transposed tile: p_and_ds_transposed, sm80's math), the stores of epilogue_bwd.h. No dropout, no varlen, no deterministic mode
 // on this path (api_sm90.cpp routes them to cuda_sm80).
 //
 // Warp roles:
-//   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) (2 stages)
+//   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
+//                                     LSE·log2 e, D (a row_stats bulk copy), 2 stages
 //   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
 //     issue Sᵀ = K_w·Qᵀ, dPᵀ = V_w·dOᵀ; wait        (SS, both in flight together)
 //     Pᵀ, dSᵀ = variant(Sᵀ, dPᵀ, LSE, D)            ScoreVariant::p_and_ds_transposed
