@@ -11,8 +11,11 @@
 //                    empty and length-1 sequences, padded strides, peaky inputs, zero and negative
 //                    softmax scales, deterministic on and off. Configurations whose bucket or dtype
 //                    this build did not compile are skipped and counted.
-//   Determinism      deterministic = true (GQA, dropout, causal): the same call twice, the second
-//                    on another stream, gives identical bytes of dq, dk, dv.
+//   Determinism      deterministic = true (GQA, dropout, causal): the same call three times, the
+//                    second on another stream, gives identical bytes of dq, dk, dv. cuda_sm90
+//                    (no dropout) runs it on more shapes (determinism_specs): causal GQA, full
+//                    MHA with 8 key blocks per head (every dq_accum tile ordered over 8 CTAs),
+//                    a window, softcap, and head dim 64 (one dQ slab for both warpgroups).
 //   Workspace        too small or null: an error naming the required size, and nothing written;
 //                    for cuda_sm80 also the size itself (its workspace layout).
 //   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
@@ -538,28 +541,70 @@ ProblemSpec determinism_spec() {
   return s;
 }
 
+// The shapes Determinism runs per implementation. cuda_sm80: determinism_spec() (with dropout).
+// cuda_sm90 leaves dropout to cuda_sm80, so it gets the same shape without dropout, plus shapes
+// whose dq_accum tiles have many ordered adders (sm90's semaphores, flash_bwd_kernel.h).
+std::vector<ProblemSpec> determinism_specs(Impl impl) {
+  if (impl != Impl::kCudaSm90) return {determinism_spec()};
+  std::vector<ProblemSpec> specs;
+  ProblemSpec s = determinism_spec();
+  s.dropout_p = 0.0f;
+  specs.push_back(s);  // causal (bottom-right), GQA 8 / 2: kPartial dK, dV
+  ProblemSpec full;
+  full.batch = 2;
+  full.seqlen_q = 1000;
+  full.seqlen_k = 1023;
+  full.heads_q = 3;
+  full.heads_kv = 3;
+  full.head_dim = 128;
+  specs.push_back(full);  // no mask: every tile gets 8 key blocks' adds
+  ProblemSpec window = full;
+  window.heads_kv = 1;  // MQA
+  window.causal_align = CausalAlign::kTopLeft;
+  window.window_left = 200;
+  window.window_right = 50;
+  window.softcap = 30.0f;  // the kGeneral deterministic kernel
+  specs.push_back(window);
+  ProblemSpec d64 = full;
+  d64.head_dim = 64;  // dQ per warpgroup into one slab: warpgroup 0 then 1
+  d64.causal = true;
+  specs.push_back(d64);
+  return specs;
+}
+
 TEST_P(CudaBackwardImpl, Determinism) {
   SKIP_WITHOUT_GPU();
-  Problem pb(determinism_spec());
-  reference_forward_into(pb, NAN);
-  DeviceProblem dev;
-  const Status up = dev.init(&pb);
-  ASSERT_TRUE(up.ok()) << up.to_string();
-  Status st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true);
-  if (not_built(st) || routed_elsewhere(st)) GTEST_SKIP() << st.message();
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  const Problem exact = exact_backward(pb, NAN);
-  const Problem same = same_precision_backward(pb, NAN);
-  EXPECT_EQ(check_backward(pb, exact, pb.spec.dtype, nullptr, &same), "");
-  const std::vector<unsigned char> dq1 = pb.dq.bytes, dk1 = pb.dk.bytes, dv1 = pb.dv.bytes;
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true, stream);
-  cudaStreamDestroy(stream);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  EXPECT_TRUE(dq1 == pb.dq.bytes) << "dq differs between two identical deterministic calls";
-  EXPECT_TRUE(dk1 == pb.dk.bytes) << "dk differs between two identical deterministic calls";
-  EXPECT_TRUE(dv1 == pb.dv.bytes) << "dv differs between two identical deterministic calls";
+  int ran = 0;
+  for (const ProblemSpec& spec : determinism_specs(GetParam())) {
+    SCOPED_TRACE(spec.describe());
+    Problem pb(spec);
+    reference_forward_into(pb, NAN);
+    DeviceProblem dev;
+    const Status up = dev.init(&pb);
+    ASSERT_TRUE(up.ok()) << up.to_string();
+    Status st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true);
+    if (not_built(st) || routed_elsewhere(st)) continue;
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ++ran;
+    const Problem exact = exact_backward(pb, NAN);
+    const Problem same = same_precision_backward(pb, NAN);
+    EXPECT_EQ(check_backward(pb, exact, pb.spec.dtype, nullptr, &same), "");
+    const std::vector<unsigned char> dq1 = pb.dq.bytes, dk1 = pb.dk.bytes, dv1 = pb.dv.bytes;
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    for (int repeat = 0; repeat < 2; ++repeat) {  // another stream, then the default stream again
+      st = run_backward(dev, GetParam(), NAN, /*deterministic=*/true, repeat == 0 ? stream : nullptr);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_TRUE(dq1 == pb.dq.bytes)
+          << "dq differs between identical deterministic calls (repeat " << repeat << ")";
+      EXPECT_TRUE(dk1 == pb.dk.bytes)
+          << "dk differs between identical deterministic calls (repeat " << repeat << ")";
+      EXPECT_TRUE(dv1 == pb.dv.bytes)
+          << "dv differs between identical deterministic calls (repeat " << repeat << ")";
+    }
+    cudaStreamDestroy(stream);
+  }
+  if (ran == 0) GTEST_SKIP() << "no determinism shape built or served by this implementation";
 }
 
 TEST_P(CudaBackwardImpl, Workspace) {
@@ -572,21 +617,21 @@ TEST_P(CudaBackwardImpl, Workspace) {
   const Status up = dev.init(&pb);
   ASSERT_TRUE(up.ok()) << up.to_string();
   for (bool deterministic : {false, true}) {
-    if (deterministic && GetParam() == Impl::kCudaSm90) continue;  // left to cuda_sm80 (sm90_backward_accepts)
     BwdParams p = backward_params(dev, GetParam(), NAN, deterministic, nullptr);
     int64_t need = -1;
     Status st = flashlab::backward_workspace_size(p, &need);
     if (not_built(st)) GTEST_SKIP() << st.message();
     ASSERT_TRUE(st.ok()) << st.to_string();
-    // cuda_sm80's layout: D per row; row_stats (cuda_sm90's LSE and D tiles, reserved whichever
-    // implementation runs): whole 128-row tiles per sequence (300 -> 384 rows) · heads_q · 2; dQ
-    // accumulators (atomic mode): the same rows · heads_q · the head-dim bucket; GQA slices: rows ·
-    // heads · head_dim. Other implementations are held to the contract below only.
-    if (GetParam() == Impl::kCudaSm80) {
+    // The layout (common/bwd_workspace.h), the same bytes for every implementation: D per row;
+    // row_stats: 2 floats per row of whole 128-row tiles per sequence (300 -> 384 rows) · heads_q;
+    // dQ accumulators: the same rows · heads_q · the head-dim bucket; deterministic: one int
+    // semaphore per 64-row tile · heads_q; GQA slices: rows · heads · head_dim.
+    {
       const int64_t rows_q = 2 * 300, rows_k = 2 * 515, rows_q_tiles = 2 * 384;
       int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
       want += ((4 * rows_q_tiles * 8 * 2 + 255) / 256) * 256;
-      if (!deterministic) want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
+      want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
+      if (deterministic) want += ((4 * (rows_q_tiles / 64) * 8 + 255) / 256) * 256;
       want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
       EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");
     }

@@ -158,8 +158,9 @@ __global__ void __launch_bounds__(kPrepostThreads)
 }
 
 // ---- Host: what every implementation's backward runs around its own kernels, in stream order.
-// Before: zero dq_accum's tiles (atomic dQ; tiles of block_m rows × the bucket) and, GQA with
-// atomics, dk_accum / dv_accum; then D = rowsum(dO ∘ O).
+// Before: zero dq_accum's tiles (atomic dQ; tiles of block_m rows × the bucket), the tiles'
+// semaphores (cuda_sm90's deterministic mode) and, GQA with atomics, dk_accum / dv_accum; then
+// D = rowsum(dO ∘ O).
 template <typename Element>
 Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStream_t stream,
                     const char* impl) {
@@ -170,6 +171,12 @@ Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStrea
         size_t(dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket)) * sizeof(float);
     FLASHLAB_RETURN_IF_ERROR(
         cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dq_accum)"));
+  }
+  if (g.dq_semaphore != nullptr) {
+    const size_t bytes =
+        size_t(dq_semaphore_count(seq.batch, seq.seqlen_q, seq.heads_q, block_m)) * sizeof(int);
+    FLASHLAB_RETURN_IF_ERROR(
+        cuda_error(cudaMemsetAsync(g.dq_semaphore, 0, bytes, stream), impl, "cudaMemsetAsync(dq_semaphore)"));
   }
   if (g.dkv_mode == DkvMode::kAtomic) {
     const size_t bytes = size_t(g.rows_k) * size_t(g.heads_acc) * size_t(args.in.head_dim) * sizeof(float);

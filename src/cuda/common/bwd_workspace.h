@@ -9,8 +9,14 @@
 //                                                    LSE · log2(e), then its 64 D, padded (+inf, 0),
 //                                                    so one 512-byte bulk copy loads a block's
 //                                                    (written by the preprocess kernel for sm90)
-//   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 atomics   (not deterministic),
-//             × heads_q × bucket(head_dim)           in tiles: see dq_accum_tile_offset() below
+//   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 reductions, in tiles: see
+//             × heads_q × bucket(head_dim)           dq_accum_tile_offset() below (deterministic
+//                                                    too: cuda_sm90 orders its reductions; cuda_sm80
+//                                                    computes dQ without them and ignores it)
+//   dq_sem    int32, batch × round_up(seqlen_q, 128) deterministic only: one semaphore per dq_accum
+//             / 64 × heads_q                         tile (dq_semaphore_index()), zeroed with
+//                                                    dq_accum; cuda_sm90 orders the key blocks'
+//                                                    adds to a tile by it (sm80 ignores it)
 //   dk_accum  rows_k × heads_acc × head_dim          GQA only (kv_group > 1):
 //   dv_accum  rows_k × heads_acc × head_dim            heads_acc = heads_kv (atomics) or
 //                                                      heads_q (deterministic: one slice per query
@@ -49,6 +55,17 @@ FLASHLAB_HD int64_t dq_accum_floats(int batch, int seqlen_q, int heads_q, int bl
   return dq_accum_tile_offset(batch, 0, 0, seqlen_q, heads_q, block_m, bucket);
 }
 
+// ---- dq_sem: the semaphore of dq_accum's tile (b, m_block, head), in the tiles' order. Reserved
+// for tiles of kDqSemaphoreMinBlockM rows, so any block_m in [64, 128] dividing 128 fits.
+constexpr int kDqSemaphoreMinBlockM = 64;
+FLASHLAB_HD int64_t dq_semaphore_index(int b, int m_block, int head, int seqlen_q, int heads_q, int block_m) {
+  return dq_accum_tile_offset(b, m_block, head, seqlen_q, heads_q, block_m, 1) / block_m;
+}
+// Semaphores that `batch` sequences use with this tile (what the launch zeroes).
+FLASHLAB_HD int64_t dq_semaphore_count(int batch, int seqlen_q, int heads_q, int block_m) {
+  return dq_semaphore_index(batch, 0, 0, seqlen_q, heads_q, block_m);
+}
+
 // ---- row_stats: the tile of (sequence b, query block m of 64 rows, head): kRowStatsBlock LSE ·
 // log2(e) (+inf where the row has no visible key or lies past the sequence: P = 0 there), then
 // kRowStatsBlock D (0 past the sequence). Written by the preprocess kernel when
@@ -60,7 +77,7 @@ FLASHLAB_HD int64_t row_stats_tile_offset(int b, int m_block, int head, int seql
 
 // ---- Workspace layout (host). Offsets in bytes from the workspace base.
 struct BwdWorkspaceLayout {
-  int64_t dsum = 0, row_stats = 0, dq_accum = -1, dk_accum = -1, dv_accum = -1;  // -1: section absent
+  int64_t dsum = 0, row_stats = 0, dq_accum = -1, dq_sem = -1, dk_accum = -1, dv_accum = -1;  // -1: absent
   int64_t bytes = 0;                                              // total size required
 };
 
@@ -80,9 +97,11 @@ inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, 
   const int64_t rows_padded = batch * ((seqlen_q + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign);
   w.row_stats = at;
   at += bwd_align256(4 * rows_padded * heads_q * 2);
-  if (!deterministic) {
-    w.dq_accum = at;
-    at += bwd_align256(4 * rows_padded * heads_q * head_dim_bucket(static_cast<int>(head_dim)));
+  w.dq_accum = at;
+  at += bwd_align256(4 * rows_padded * heads_q * head_dim_bucket(static_cast<int>(head_dim)));
+  if (deterministic) {
+    w.dq_sem = at;
+    at += bwd_align256(4 * (rows_padded / kDqSemaphoreMinBlockM) * heads_q);
   }
   if (heads_q != heads_kv) {
     const int64_t heads_acc = deterministic ? heads_q : heads_kv;

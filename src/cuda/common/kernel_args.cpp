@@ -137,6 +137,7 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* ws) {
   g.dq_row_stride = p.dq.row_stride;
   g.dq_head_stride = p.dq.head_stride;
   g.dq_accum = section(w.dq_accum);
+  g.dq_semaphore = w.dq_sem < 0 ? nullptr : reinterpret_cast<int*>(ws + w.dq_sem);
   g.dk = p.dk.ptr;
   g.dv = p.dv.ptr;
   g.dk_batch_stride = p.dk.batch_stride;

@@ -129,7 +129,8 @@ struct BwdGradArgs {
   // dQ: (batch, seqlen_q, heads_q, head_dim) in the dtype.
   void* dq = nullptr;
   int64_t dq_batch_stride = 0, dq_row_stride = 0, dq_head_stride = 0;
-  float* dq_accum = nullptr;  // workspace, tiles (bwd_workspace.h); null: deterministic mode
+  float* dq_accum = nullptr;    // workspace, tiles (bwd_workspace.h); cuda_sm80 nulls it when deterministic
+  int* dq_semaphore = nullptr;  // workspace, one per dq_accum tile; deterministic only (cuda_sm90's order)
   // dK, dV: (batch, seqlen_k, heads_kv, head_dim) in the dtype.
   void* dk = nullptr;
   void* dv = nullptr;
@@ -151,7 +152,7 @@ struct BwdArguments {
   BwdRowArgs rows;
   BwdGradArgs grad;
   bool dropout_enabled = false;  // selects the kernel instantiation
-  bool deterministic = false;    // dQ by the row-parallel kernel instead of atomics
+  bool deterministic = false;    // sm80: dQ by the row-parallel kernel; sm90: ordered dQ reductions
 };
 
 // Host: the public params -> the arguments above (kernel_args.cpp). The dispatcher has validated

@@ -82,7 +82,10 @@ struct FwdTileScheduler {
 };
 
 // The backward's main kernel: one CTA = one key block of one query head (FlashAttention-2's outer
-// loop); grid (key blocks of the longest sequence, heads_q, batch).
+// loop); grid (key blocks of the longest sequence, heads_q, batch). get_tile_descending hands the
+// key blocks of a (head, sequence) out last first: cuda_sm90's deterministic mode orders the dQ
+// reductions so that a CTA waits only for CTAs of higher key blocks, which then have the lower
+// block indices (sm90/flash_bwd_kernel.h).
 struct BwdTileScheduler {
   using Arguments = SeqArgs;
   using Params = SeqArgs;
@@ -98,6 +101,11 @@ struct BwdTileScheduler {
     *n_block = static_cast<int>(blockIdx.x);
     t.head = static_cast<int>(blockIdx.y);
     t.set_sequence(p, static_cast<int>(blockIdx.z));
+    return t;
+  }
+  __device__ static WorkTile get_tile_descending(const Params& p, int* n_block) {
+    WorkTile t = get_tile(p, n_block);
+    *n_block = static_cast<int>(gridDim.x) - 1 - *n_block;
     return t;
   }
 };

@@ -79,7 +79,15 @@ Status launch_bwd(const common::BwdArguments& args, cudaStream_t stream) {
 // — Hopper (D 256 only; H100, H200), large (A100, H100), else small (<= 99 KiB: sm_86 / sm_89).
 // The limit is cached per device (common/launch.h): no attribute query per call.
 template <DType kDType, int kHeadDim>
-Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
+Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
+  // The deterministic mode computes dQ in a kernel of its own, without reductions: the workspace's
+  // dq_accum and semaphores (reserved for cuda_sm90's ordered reductions) stay unused and unzeroed;
+  // a null dq_accum is what selects that path (flash_bwd_kernel.h).
+  common::BwdArguments args = args_in;
+  if (args.deterministic) {
+    args.grad.dq_accum = nullptr;
+    args.grad.dq_semaphore = nullptr;
+  }
   using Element = typename common::ElementOf<kDType>::type;
   using Small = BwdKernelTraits<kHeadDim, Element, BwdTileSet::kSmall>;
   using Large = BwdKernelTraits<kHeadDim, Element, BwdTileSet::kLarge>;

@@ -3,7 +3,8 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, variable-length batches (cu_seqlens), attention sinks, non-sm_90 devices; in the
-//   backward also head dims outside 33..128 and the deterministic mode.
+//   backward also head dims outside 33..128. The deterministic backward runs here (ordered dQ
+//   reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
 // builds), and a refused descriptor would leave the kernel with garbage
@@ -137,7 +138,6 @@ Status sm90_forward(const FwdParams& p) {
 }
 
 Status sm90_backward_accepts(const BwdParams& p) {
-  if (p.deterministic) return unsupported("deterministic (the backward without order-dependent atomics)");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};
   return tma_strides(p.dtype, in, 4, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);

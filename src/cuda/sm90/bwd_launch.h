@@ -2,14 +2,17 @@
 // stream.
 //
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
-//   1. common::bwd_prologue       zero dq_accum (and GQA's dk/dv_accum); LSE · log2(e) and
+//   1. common::bwd_prologue       zero dq_accum, its semaphores (deterministic) and GQA's
+//                                 dk/dv_accum (atomic); LSE · log2(e) and
 //                                 D = rowsum(dO ∘ O) as 64-row row_stats tiles (bwd_workspace.h)
 //   2. FlashBwdKernel             dK, dV; dq_accum += dS·K          (flash_bwd_kernel.h)
 //   3. BwdConvertDq               dq_accum · scale -> dQ            (epilogue_bwd.h)
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
 // No host synchronization and no allocation: all scratch is the caller's workspace, laid out by
 // common/bwd_workspace.h exactly as for cuda_sm80 (so the size does not depend on the GPU).
-// Dropout, varlen, the deterministic mode and head dims above 128 never reach it (api_sm90.cpp).
+// Dropout, varlen and head dims above 128 never reach it (api_sm90.cpp). The deterministic mode
+// runs the same steps with its own main kernel (flash_bwd_kernel.h, kDeterministic); the
+// prologue also zeroes the dq_accum tiles' semaphores then.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,9 +31,9 @@
 namespace flashlab {
 namespace sm90 {
 
-template <typename Traits, bool kGeneral>
-using BwdKernel =
-    FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, kGeneral>;
+template <typename Traits, bool kGeneral, bool kDeterministic = false>
+using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>,
+                                 kGeneral, kDeterministic>;
 
 // Prepares and launches one kernel struct (no launch for an empty grid).
 template <typename Kernel>
@@ -56,10 +59,17 @@ Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
   args.rows.row_stats_tiles = true;  // the producer loads LSE and D as 64-row tiles
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
-  // Softcap and ALiBi have a kernel of their own (flash_bwd_kernel.h, kGeneral).
-  const Status main_kernel = common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>::general(args.score)
-                                ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
-                                : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+  // Softcap and ALiBi have a kernel of their own (flash_bwd_kernel.h, kGeneral), and so has the
+  // deterministic mode (kDeterministic: ordered dQ reductions, kPartial dK / dV).
+  const bool general = common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>::general(args.score);
+  Status main_kernel;
+  if (args.deterministic) {
+    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true, true>>(args, stream, "backward kernel")
+                          : launch_bwd_kernel<BwdKernel<Traits, false, true>>(args, stream, "backward kernel");
+  } else {
+    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
+                          : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+  }
   FLASHLAB_RETURN_IF_ERROR(main_kernel);
   FLASHLAB_RETURN_IF_ERROR(
       launch_bwd_kernel<BwdConvertDq<Traits>>(args, stream, "backward dQ conversion kernel"));

@@ -2,10 +2,14 @@
 //
 //   add_dq          one warpgroup's dQ contribution (64 × HDIM, fp32, unscaled) -> its query block's
 //                   dq_accum tile, red.global.add.v4.f32 in register order (below)
+//   add_dq_ordered  the same in the deterministic mode: after the tile's semaphore reached the
+//                   warpgroup's turn, then the semaphore advanced (DqSemaphore)
 //   BwdConvertDq    kernel: dq_accum tile · scale -> dQ (the dtype), after the main kernel
 //   store_dkv       dK · scale and dV of one warpgroup's 64 keys, by BwdGradArgs::dkv_mode:
 //                   kDirect -> the dtype outputs; kAtomic -> fp32 atomics into the kv head's
-//                   workspace slice (GQA; common::bwd_convert_dkv_kernel converts afterwards)
+//                   workspace slice (GQA; common::bwd_convert_dkv_kernel converts afterwards);
+//                   kPartial (GQA, deterministic) -> plain fp32 stores into the query head's
+//                   own slice (the converter sums the group's slices in head order)
 // Every store to an output is predicated on rows < the sequence length and columns < head_dim.
 // The stores go straight from the accumulator fragments (two adjacent columns per 4-byte store).
 #pragma once
@@ -20,6 +24,7 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm90/fragments.h"
+#include "cuda/sm90/pipeline.h"  // BwdBarrier
 
 namespace flashlab {
 namespace sm90 {
@@ -59,6 +64,49 @@ CUTE_DEVICE void add_dq(Acc const& acc_dq, float* tile, int wtid) {
   }
 }
 
+// The deterministic mode's order of the adds to one dq_accum tile (docs/design/sm90-backward.md §5).
+// The tile's int semaphore (common::dq_semaphore_index, zeroed by the prologue) counts warpgroup
+// contributions already added. A warpgroup whose turn is `target` waits (one thread spins on an
+// acquire load) until the count reaches it, adds, and advances the count by one (release). The
+// count only grows, so "reached" is >=: with the split dQ (disjoint slabs) both warpgroups of a
+// CTA share one turn 2r and add at the same time; otherwise (one slab) warpgroup 1 comes after
+// warpgroup 0 (2r, 2r + 1). Either way the count reaches 2r + 2 only once both of rank r added.
+struct DqSemaphore {
+  CUTE_DEVICE static int load_acquire(const int* sem) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(sem) : "memory");
+    return v;
+  }
+  // fence.acq_rel.gpu then a relaxed add: a release of everything this thread observed, which
+  // after the barrier includes the warpgroup's adds (CUTLASS's GenericBarrier::arrive_inc).
+  CUTE_DEVICE static void advance_release(int* sem) {
+    asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(sem) : "memory");
+  }
+  // The turn of consumer warpgroup wg of the CTA whose rank among the tile's key blocks is `rank`.
+  template <bool kSplit>
+  CUTE_DEVICE static int turn(int rank, int wg) {
+    return kSplit ? 2 * rank : 2 * rank + wg;
+  }
+};
+
+// add_dq in the semaphore's order. `barrier`: a named barrier over the warpgroup's 128 threads.
+// Every thread fences its own reductions before the barrier (the simplest argument that they
+// have landed before the release; whether the elected thread's fence alone suffices, as CUTLASS
+// assumes, is an A/B for when this is measured).
+template <typename Traits, typename Acc>
+CUTE_DEVICE void add_dq_ordered(Acc const& acc_dq, float* tile, int* sem, int turn, int wtid,
+                                BwdBarrier barrier) {
+  if (wtid == 0) {
+    while (DqSemaphore::load_acquire(sem) < turn) {
+    }
+  }
+  named_barrier_sync(cutlass::NumThreadsPerWarpGroup, barrier);
+  add_dq<Traits>(acc_dq, tile, wtid);
+  __threadfence();
+  named_barrier_sync(cutlass::NumThreadsPerWarpGroup, barrier);
+  if (wtid == 0) DqSemaphore::advance_release(sem);
+}
+
 // Writes acc · scale (an accumulator of TiledMma over a (64, HDIM) tile; values i and i + 1 are two
 // adjacent columns of one row) to the row-major tile at `dst`: rows < valid_rows, columns <
 // head_dim. Op(T* two_values, float a, float b) writes one pair.
@@ -87,7 +135,9 @@ CUTE_DEVICE void store_pair(Element* dst, float a, float b) {
 
 // dK · scale and dV of warpgroup wg's 64 keys of key block n_block (acc_dk, acc_dv: TiledMmadKV
 // fragments of (64, HDIM)). seqlen_k: the call's key length (the workspace's rows per sequence).
-template <typename Traits, typename Acc>
+// kDeterministic: the GQA mode is kPartial (kernel_args.cpp), else kAtomic; a template flag so
+// that the default kernel carries no kPartial branch.
+template <typename Traits, bool kDeterministic, typename Acc>
 CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::BwdGradArgs& g,
                            const common::WorkTile& t, int n_block, int wg, int wtid, float softmax_scale,
                            int kv_group, int seqlen_k, int head_dim) {
@@ -108,9 +158,17 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
     write_pairs<Mma, kD>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, wtid, store_pair<Element>);
     return;
   }
-  // kAtomic (GQA): the kv head's fp32 slice of (rows_k, heads_acc, head_dim). kPartial (the
-  // deterministic mode) never reaches this kernel: api_sm90.cpp routes it to cuda_sm80.
   const int64_t row_stride = int64_t(g.heads_acc) * head_dim;
+  if constexpr (kDeterministic) {
+    // kPartial (GQA, deterministic): the query head's own fp32 slice of (rows_k, heads_q,
+    // head_dim), plain stores (this CTA is its only writer); summed in head order afterwards.
+    const int64_t off = t.k_offset(int64_t(seqlen_k) * row_stride, row_stride, head_dim, n0, t.head);
+    auto store = [](float* dst, float a, float b) { *reinterpret_cast<float2*>(dst) = make_float2(a, b); };
+    write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off, row_stride, rows, head_dim, wtid, store);
+    write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off, row_stride, rows, head_dim, wtid, store);
+    return;
+  }
+  // kAtomic (GQA): the kv head's fp32 slice of (rows_k, heads_acc, head_dim).
   const int64_t off = t.k_offset(int64_t(seqlen_k) * row_stride, row_stride, head_dim, n0, kv_head);
   auto add = [](float* dst, float a, float b) {
     atomicAdd(dst, a);

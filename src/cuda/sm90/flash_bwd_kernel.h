@@ -3,8 +3,8 @@
 //
 // Pieces: TileScheduler common::BwdTileScheduler (one CTA = one key block of 128 keys of one query
 // head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS
-// on the transposed tile: p_and_ds_transposed, sm80's math), the stores of epilogue_bwd.h. No dropout, no varlen, no deterministic mode
-// on this path (api_sm90.cpp routes them to cuda_sm80).
+// on the transposed tile: p_and_ds_transposed, sm80's math), the stores of epilogue_bwd.h. No
+// dropout, no varlen on this path (api_sm90.cpp routes them to cuda_sm80).
 //
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
@@ -27,6 +27,24 @@
 // retired) keeps a buffer from being overwritten while read.
 // Stage 4 of docs/design/sm90-backward.md §8 (orientation B); each batch of products is waited
 // for before the next.
+//
+// kDeterministic (a kernel of its own; the default kernel's code is untouched): the same products,
+// with the adds to each dq_accum tile in a fixed order (docs/design/sm90-backward.md §5):
+//   - the key blocks of a (head, sequence) are handed out last first (get_tile_descending), and
+//     the tile of query block m takes the adds of the key blocks that see it, [n_min(m), n_max(m))
+//     (common::KeyBlockRange, the transpose of QueryBlockRange), from the highest down: rank
+//     r = n_max(m) − 1 − n. A CTA therefore waits only for CTAs of higher key blocks of its own
+//     (head, sequence), which have *lower* block indices: launched before it, so resident or done
+//     (the same in-order-launch assumption FlashAttention-3 makes), and they wait only for lower
+//     indices still: no cycle, no deadlock. Descending rather than ascending for the causal mask:
+//     key block n first sees query block ≈ 2n (64-row blocks, 128 keys), so the high key blocks
+//     (short CTAs) start at late m, where they are the first adders; each CTA then finds its turn
+//     already reached and does not wait (FA3: reversed rank and shortest-first). Ascending, every
+//     CTA would trail its lower neighbour block by block (half again the critical path).
+//   - per query block, each warpgroup waits for its turn on the tile's semaphore, adds, advances
+//     it (epilogue_bwd.h, add_dq_ordered; split dQ: both warpgroups share a turn, as they add to
+//     disjoint slabs; otherwise warpgroup 0 adds before warpgroup 1).
+//   - GQA dK, dV: kPartial (plain stores into the query head's slice, summed in head order).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -47,8 +65,9 @@ namespace sm90 {
 
 using namespace cute;
 
-// kGeneral: compiled for softcap / ALiBi (Variant::general(params)); bwd_launch.h picks.
-template <typename Mainloop_, typename Variant_, bool kGeneral>
+// kGeneral: compiled for softcap / ALiBi (Variant::general(params)); kDeterministic: the ordered dQ
+// reductions above (BwdArguments::deterministic). bwd_launch.h picks.
+template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false>
 struct FlashBwdKernel {
   using Mainloop = Mainloop_;
   using Variant = Variant_;
@@ -90,7 +109,7 @@ struct FlashBwdKernel {
     const int warp_group = cutlass::canonical_warp_group_idx();
     if (warp_idx == 0 && cute::elect_one_sync()) {
       Mainloop::prefetch_descriptors(params.mainloop);
-      smem.barrier_kv.init(/*arrive_count=*/1);
+      Mainloop::init_kv_barrier(smem);  // init + the producer's arrival (expect_tx)
     }
     typename Pipeline::Params pipe;
     pipe.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
@@ -101,7 +120,8 @@ struct FlashBwdKernel {
     __syncthreads();  // barrier initializations visible to every warp
 
     int n_block = 0;
-    common::WorkTile tile = TileScheduler::get_tile(params.scheduler, &n_block);
+    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
+                                           : TileScheduler::get_tile(params.scheduler, &n_block);
     if (n_block * kBlockN >= tile.k_len) return;  // past this sequence's keys (CTA-uniform)
     const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
 
@@ -197,11 +217,24 @@ struct FlashBwdKernel {
         float* tile_dq =
             dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head, params.scheduler.seqlen_q,
                                                    params.scheduler.heads_q, kBlockM, kHeadDim);
-        add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
+        if constexpr (kDeterministic) {
+          // Recomputed here rather than kept from needs_mask above: nothing extra is live across
+          // the products.
+          const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
+          int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(tile.batch, m_block, tile.head,
+                                                                           params.scheduler.seqlen_q,
+                                                                           params.scheduler.heads_q, kBlockM);
+          add_dq_ordered<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols),
+                                 sem, DqSemaphore::turn<Traits::kDqSplit>(rank, wg), wtid,
+                                 offset(BwdBarrier::kDsWG1, wg));
+        } else {
+          add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
+        }
       }
     }
-    store_dkv<Traits>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid, params.variant.softmax_scale,
-                      params.kv_group, params.scheduler.seqlen_k, params.head_dim);
+    store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,
+                                      params.variant.softmax_scale, params.kv_group,
+                                      params.scheduler.seqlen_k, params.head_dim);
   }
 };
 

@@ -113,6 +113,16 @@ struct MainloopBwd {
     prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
 
+  // ---- barrier_kv: initialized and armed (one arrival, the K and V bytes expected) by one thread
+  // before the kernel's __syncthreads, so every consumer's wait comes after the arrival in a
+  // barrier-ordered way (compute-sanitizer's racecheck reported the arrival after a consumer's
+  // try_wait as a potential WAR hazard when load() armed it). A CTA that loads nothing leaves it
+  // armed and unwaited.
+  CUTE_DEVICE static void init_kv_barrier(SharedStorage& smem) {
+    smem.barrier_kv.init(/*arrive_count=*/1);
+    smem.barrier_kv.arrive_and_expect_tx(2 * Traits::kTmaBytesKV);
+  }
+
   // ---- Producer: one thread. K(n), V(n), then Q(m), dO(m) for m in [m_min, m_max).
   CUTE_DEVICE static void load(const Params& p, const common::WorkTile& t, int n_block, int m_min, int m_max,
                                Pipeline& pipeline, SharedStorage& smem) {
@@ -141,8 +151,8 @@ struct MainloopBwd {
         tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
 
     // Rows past the sequence and columns past head_dim arrive as zeros (the byte count is the
-    // whole box's either way): S, dP and their products see exact zeros there.
-    smem.barrier_kv.arrive_and_expect_tx(2 * Traits::kTmaBytesKV);
+    // whole box's either way): S, dP and their products see exact zeros there. barrier_kv was
+    // armed for these bytes before the kernel's __syncthreads (init_kv_barrier).
     uint64_t& kv = reinterpret_cast<uint64_t&>(smem.barrier_kv);
     copy(p.tma_k.with(kv, 0), tKg, tKs);
     copy(p.tma_v.with(kv, 0), tVg, tVs);
