@@ -13,7 +13,7 @@
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
-#     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; FA4 where
+#     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
@@ -106,7 +106,7 @@ if has python; then
 fi
 if has grid; then
   py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes ${GRID_PASSES:-fwd} \
-    --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" --out "$OUT/grid" \
+    --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" ${GRID_ARGS:-} --out "$OUT/grid" \
     > "$OUT/grid.txt" 2>&1; echo "grid rc $?" >> "$OUT/grid.txt")
   tail -45 "$OUT/grid.txt"
 fi
