@@ -1,9 +1,11 @@
 // src/cuda/sm90/epilogue_bwd.h — where the Hopper backward's accumulators go.
 //
-//   add_dq          one warpgroup's dQ contribution (64 × HDIM, fp32, unscaled) -> its query block's
-//                   dq_accum tile, red.global.add.v4.f32 in register order (below)
-//   add_dq_ordered  the same in the deterministic mode: after the tile's semaphore reached the
-//                   warpgroup's turn, then the semaphore advanced (DqSemaphore)
+//   store_dq_smem   one warpgroup's dQ contribution (64 × kDqCols, fp32, unscaled) -> its shared
+//                   buffer, in the dq_accum tile's order (DqAccumOrder, below)
+//   DqWriter        warp 1 of the producer warpgroup: each buffer -> the query block's dq_accum
+//                   tile by one bulk reduce-add (cp.reduce.async.bulk .add.f32, the TMA unit);
+//                   in the deterministic mode after the tile's semaphore reached the warpgroup's
+//                   turn, then the semaphore advanced (DqSemaphore)
 //   BwdConvertDq    kernel: dq_accum tile · scale -> dQ (the dtype), after the main kernel
 //   store_dkv       dK · scale and dV of one warpgroup's 64 keys, by BwdGradArgs::dkv_mode:
 //                   kDirect -> the dtype outputs; kAtomic -> fp32 atomics into the kv head's
@@ -34,8 +36,10 @@ using namespace cute;
 // dq_accum inside a tile of 64 × HDIM floats (common/bwd_workspace.h): kDqSlabs slabs of
 // 64 × kDqCols (bwd_kernel_traits.h), slab h holding columns [h · kDqCols, (h + 1) · kDqCols); in a
 // slab, thread t's accumulator values i = 4c + v of the TiledMmadQ fragment go to c · 512 + 4t + v,
-// so the 32 lanes of a warp cover 512 consecutive bytes with one red.global.add.v4.f32 each. With
-// the split dQ warpgroup w adds to slab w; otherwise both add their partial sums to the one slab.
+// so the 32 lanes of a warp cover 512 consecutive bytes with one float4 each. The shared buffers
+// the consumers hand to the writer warp use the same order, so a slab moves as one 1-D bulk copy.
+// With the split dQ warpgroup w adds to slab w; otherwise both add their partial sums to the one
+// slab.
 struct DqAccumOrder {
   static constexpr int kVec = 4;
   CUTE_DEVICE static int index(int i, int wtid) {
@@ -51,25 +55,42 @@ CUTE_DEVICE float* dq_accum_tile(const common::BwdGradArgs& g, const common::Wor
                                                    Traits::kBlockM, Traits::kHeadDim);
 }
 
-// acc_dq: ((2, 2, HDIM/8), 1, 1) fp32 of TiledMmadQ. No predicates: the tile has room for every row
-// and column; rows past the sequence and columns past head_dim receive exact zeros (zero-filled
-// Q / dO rows give P = 0 there, zero-filled K columns give 0).
+// acc_dq: ((2, 2, COLS/8), 1, 1) fp32 of TiledMmadQ -> `buf` (64 × kDqCols floats in shared memory)
+// in DqAccumOrder: a warp's 32 lanes write 512 consecutive bytes per float4 store (no bank
+// conflict), and the buffer is byte for byte a slab of the dq_accum tile, so one 1-D bulk
+// reduce-add moves it. No predicates: the tile has room for every row and column; rows past the
+// sequence and columns past head_dim hold exact zeros (zero-filled Q / dO rows give P = 0 there,
+// zero-filled K columns give 0).
 template <typename Traits, typename Acc>
-CUTE_DEVICE void add_dq(Acc const& acc_dq, float* tile, int wtid) {
+CUTE_DEVICE void store_dq_smem(Acc const& acc_dq, float* buf, int wtid) {
   static_assert(decltype(size(acc_dq))::value % DqAccumOrder::kVec == 0, "whole vectors per thread");
   CUTE_UNROLL
   for (int i = 0; i < size(acc_dq); i += DqAccumOrder::kVec) {
-    atomicAdd(reinterpret_cast<float4*>(tile + DqAccumOrder::index(i, wtid)),
-              make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+    *reinterpret_cast<float4*>(buf + DqAccumOrder::index(i, wtid)) =
+        make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3));
   }
 }
 
+// The bulk-copy PTX the pinned CUTLASS lacks (its SM90_BULK_REDUCE_ADD is not in 4.2's headers):
+// dst (global) += src (shared::cta), `bytes` a multiple of 16, both 16-byte aligned, element-wise
+// atomic; tracked by the issuing thread's bulk async-group (cute::tma_store_arrive commits it).
+CUTE_DEVICE void bulk_reduce_add_f32(float* dst, const float* src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(cute::cast_smem_ptr_to_uint(src)), "r"(bytes)
+               : "memory");
+}
+// Waits until every committed bulk group of this thread has completed, its global writes included
+// (cute::tma_store_wait<0> waits for the shared-memory reads only).
+CUTE_DEVICE void bulk_wait_complete() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Orders this thread's async-proxy (bulk) global accesses with its generic ones (the semaphore).
+CUTE_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
 // The deterministic mode's order of the adds to one dq_accum tile (docs/design/sm90-backward.md §5).
 // The tile's int semaphore (common::dq_semaphore_index, zeroed by the prologue) counts warpgroup
-// contributions already added. A warpgroup whose turn is `target` waits (one thread spins on an
-// acquire load) until the count reaches it, adds, and advances the count by one (release). The
-// count only grows, so "reached" is >=: with the split dQ (disjoint slabs) both warpgroups of a
-// CTA share one turn 2r and add at the same time; otherwise (one slab) warpgroup 1 comes after
+// contributions already added. A warpgroup's buffer whose turn is `target` waits (the writer's
+// lane 0 spins on an acquire load) until the count reaches it, is added, and advances the count
+// by one (release). The count only grows, so "reached" is >=: with the split dQ (disjoint slabs)
+// both warpgroups of a CTA share one turn 2r; otherwise (one slab) warpgroup 1 comes after
 // warpgroup 0 (2r, 2r + 1). Either way the count reaches 2r + 2 only once both of rank r added.
 struct DqSemaphore {
   CUTE_DEVICE static int load_acquire(const int* sem) {
@@ -77,8 +98,8 @@ struct DqSemaphore {
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(sem) : "memory");
     return v;
   }
-  // fence.acq_rel.gpu then a relaxed add: a release of everything this thread observed, which
-  // after the barrier includes the warpgroup's adds (CUTLASS's GenericBarrier::arrive_inc).
+  // fence.acq_rel.gpu then a relaxed add: a release of everything this thread observed
+  // (CUTLASS's GenericBarrier::arrive_inc).
   CUTE_DEVICE static void advance_release(int* sem) {
     asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(sem) : "memory");
   }
@@ -88,24 +109,6 @@ struct DqSemaphore {
     return kSplit ? 2 * rank : 2 * rank + wg;
   }
 };
-
-// add_dq in the semaphore's order. `barrier`: a named barrier over the warpgroup's 128 threads.
-// Every thread fences its own reductions before the barrier (the simplest argument that they
-// have landed before the release; whether the elected thread's fence alone suffices, as CUTLASS
-// assumes, is an A/B for when this is measured).
-template <typename Traits, typename Acc>
-CUTE_DEVICE void add_dq_ordered(Acc const& acc_dq, float* tile, int* sem, int turn, int wtid,
-                                BwdBarrier barrier) {
-  if (wtid == 0) {
-    while (DqSemaphore::load_acquire(sem) < turn) {
-    }
-  }
-  named_barrier_sync(cutlass::NumThreadsPerWarpGroup, barrier);
-  add_dq<Traits>(acc_dq, tile, wtid);
-  __threadfence();
-  named_barrier_sync(cutlass::NumThreadsPerWarpGroup, barrier);
-  if (wtid == 0) DqSemaphore::advance_release(sem);
-}
 
 // Writes acc · scale (an accumulator of TiledMma over a (64, HDIM) tile; values i and i + 1 are two
 // adjacent columns of one row) to the row-major tile at `dst`: rows < valid_rows, columns <
@@ -179,7 +182,7 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
 }
 
 // dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one
-// warpgroup per tile: thread t reads back, slab by slab, exactly the values add_dq's thread t added.
+// warpgroup per tile: thread t reads back, slab by slab, exactly the values store_dq_smem's thread t stored.
 template <typename Traits>
 struct BwdConvertDq {
   static constexpr int kThreads = cutlass::NumThreadsPerWarpGroup;

@@ -9,6 +9,8 @@
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
 //                                     LSE·log2 e, D (a row_stats bulk copy), 2 stages
+//   warpgroup 0, warp 1               dQ writer: per query block, each consumer warpgroup's dQ
+//                                     buffer -> dq_accum[m] by one bulk reduce-add (write_dq)
 //   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
 //     issue Sᵀ = K_w·Qᵀ, dPᵀ = V_w·dOᵀ; wait        (SS, both in flight together)
 //     Pᵀ, dSᵀ = variant(Sᵀ, dPᵀ, LSE, D)            ScoreVariant::p_and_ds_transposed
@@ -18,9 +20,9 @@
 //     issue dV += Pᵀ·dO, dK += dSᵀ·Q                (RS: Pᵀ and dSᵀ from registers); the barrier
 //                                                   waits while they run
 //     wait
-//     issue dQ (SS: bwd_kernel_traits.h, split or per warpgroup); wait
-//     dq_accum[m] += dQ                             red.global.add.v4.f32
-//     release Q(m), dO(m)
+//     issue dQ (SS: bwd_kernel_traits.h, split or per warpgroup); wait dK; release Q(m), dO(m)
+//     wait dQ; dQ -> the warpgroup's shared buffer  once the writer read the previous block's
+//                                                   (named barriers kDqFull / kDqEmpty)
 //   then dK · scale, dV -> global (epilogue_bwd.h).
 // With the split dQ a warpgroup reads the other's dS: dS is double-buffered by query block, and
 // the barrier of block m + 1 (which both warpgroups reach only after their block-m products
@@ -41,9 +43,11 @@
 //     (short CTAs) start at late m, where they are the first adders; each CTA then finds its turn
 //     already reached and does not wait (FA3: reversed rank and shortest-first). Ascending, every
 //     CTA would trail its lower neighbour block by block (half again the critical path).
-//   - per query block, each warpgroup waits for its turn on the tile's semaphore, adds, advances
-//     it (epilogue_bwd.h, add_dq_ordered; split dQ: both warpgroups share a turn, as they add to
-//     disjoint slabs; otherwise warpgroup 0 adds before warpgroup 1).
+//   - per query block and consumer warpgroup, the writer warp waits for the buffer's turn on the
+//     tile's semaphore, adds it, waits for the add to complete, advances the semaphore
+//     (write_dq, epilogue_bwd.h's DqSemaphore; split dQ: both warpgroups share a turn, as they
+//     add to disjoint slabs; otherwise warpgroup 0's buffer is added before warpgroup 1's). The
+//     consumers wait only when the writer still holds their buffer.
 //   - GQA dK, dV: kPartial (plain stores into the query head's slice, summed in head order).
 #pragma once
 
@@ -129,10 +133,77 @@ struct FlashBwdKernel {
       cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
       if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
         Mainloop::load(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
+      else if (warp_idx == 1 && !range.empty())
+        write_dq(params, smem);
     } else {
       cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
       consume(params, smem, tile, n_block, range, pipeline);
     }
+  }
+
+  // The dQ hand-over's named barriers: a consumer warpgroup and the writer warp.
+  static constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
+
+  // Warp 1 of the producer warpgroup: per query block, each consumer warpgroup's dQ buffer -> the
+  // block's dq_accum tile by one bulk reduce-add (lane 0 issues; the TMA unit adds), then the
+  // buffers are released once read. The consumers no longer spend registers and issue slots on
+  // 64 × kDqCols / 4 red.global.add.v4 per warpgroup and block. kDeterministic: each add waits for
+  // its turn on the tile's semaphore and completes before the semaphore advances.
+  // Recomputes its tile and range from blockIdx rather than taking them: what stays live across
+  // the role split must fit the producer warpgroup's 24 registers (the kGeneral kernels spilled
+  // 4 bytes when the tile and the range were passed).
+  __device__ void write_dq(const Params& params, SharedStorage& smem) const {
+    int n_block = 0;
+    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
+                                           : TileScheduler::get_tile(params.scheduler, &n_block);
+    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    const int batch = tile.batch, head = tile.head, m_min = range.m_min, m_max = range.m_max;
+    constexpr int kSlabFloats = Mainloop::kDqBufferFloats;
+    constexpr uint32_t kSlabBytes = kSlabFloats * sizeof(float);
+    const bool leader = cute::elect_one_sync();
+    // dq_accum's tiles of one (sequence, head) are evenly spaced in m_block (bwd_workspace.h):
+    // a pointer and a stride keep the loop within the producer warpgroup's 24 registers.
+    const int64_t tile_stride = int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim;
+    float* tile_dq = params.grad.dq_accum + common::dq_accum_tile_offset(batch, m_min, head, params.scheduler.seqlen_q,
+                                                                         params.scheduler.heads_q, kBlockM, kHeadDim);
+    CUTE_NO_UNROLL
+    for (int m_block = m_min; m_block < m_max; ++m_block, tile_dq += tile_stride) {
+      CUTE_UNROLL
+      for (int w = 0; w < Traits::kMmaWarpGroups; ++w) {
+        named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, w));
+        if (leader) {
+          float* const dst = tile_dq + (Traits::kDqSplit ? w : 0) * kSlabFloats;
+          if constexpr (kDeterministic) {
+            tile.m_block = m_block;
+            const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
+            int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(batch, m_block, head,
+                                                                             params.scheduler.seqlen_q,
+                                                                             params.scheduler.heads_q, kBlockM);
+            const int turn = DqSemaphore::turn<Traits::kDqSplit>(rank, w);
+            while (DqSemaphore::load_acquire(sem) < turn) {
+            }
+            fence_proxy_async_global();  // the earlier turns' adds before this one
+            bulk_reduce_add_f32(dst, smem.dq.data() + w * kSlabFloats, kSlabBytes);
+            tma_store_arrive();
+            bulk_wait_complete();
+            fence_proxy_async_global();
+            DqSemaphore::advance_release(sem);
+          } else {
+            bulk_reduce_add_f32(dst, smem.dq.data() + w * kSlabFloats, kSlabBytes);
+            tma_store_arrive();
+          }
+        }
+        __syncwarp();  // converged again before the next bar.sync (an .aligned barrier)
+      }
+      if (leader) tma_store_wait<0>();  // the buffers were read
+      __syncwarp();
+      if (m_block + 1 < m_max) {  // the consumers wait for these before their next store
+        CUTE_UNROLL
+        for (int w = 0; w < Traits::kMmaWarpGroups; ++w)
+          named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, w));
+      }
+    }
+    if (leader) bulk_wait_complete();
   }
 
   __device__ void consume(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
@@ -165,8 +236,6 @@ struct FlashBwdKernel {
       Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutdSt{});
       Tensor tPsdS = thr_r2s.partition_D(
           local_tile(sdSt, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{})));
-
-      float* const dq_base = params.grad.dq_accum;
 
       // dS: the warpgroup's four warps, or (split dQ) both warpgroups.
       const BwdBarrier ds_barrier = Traits::kDqSplit ? BwdBarrier::kDsAll : offset(BwdBarrier::kDsWG1, wg);
@@ -214,22 +283,13 @@ struct FlashBwdKernel {
         pipeline.consumer_release(state);  // Q(m), dO(m) read
         ++state;
         warpgroup_wait<0>();  // dQ
-        float* tile_dq =
-            dq_base + common::dq_accum_tile_offset(tile.batch, m_block, tile.head, params.scheduler.seqlen_q,
-                                                   params.scheduler.heads_q, kBlockM, kHeadDim);
-        if constexpr (kDeterministic) {
-          // Recomputed here rather than kept from needs_mask above: nothing extra is live across
-          // the products.
-          const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
-          int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(tile.batch, m_block, tile.head,
-                                                                           params.scheduler.seqlen_q,
-                                                                           params.scheduler.heads_q, kBlockM);
-          add_dq_ordered<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols),
-                                 sem, DqSemaphore::turn<Traits::kDqSplit>(rank, wg), wtid,
-                                 offset(BwdBarrier::kDsWG1, wg));
-        } else {
-          add_dq<Traits>(acc_dq, tile_dq + (Traits::kDqSplit ? wg : 0) * (kBlockM * Traits::kDqCols), wtid);
-        }
+        // To the writer warp through the warpgroup's shared buffer: wait until the writer's bulk
+        // reduce has read the previous block's, store, make the stores visible to the async proxy,
+        // signal.
+        if (m_block > range.m_min) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
+        store_dq_smem<Traits>(acc_dq, smem.dq.data() + wg * Mainloop::kDqBufferFloats, wtid);
+        cutlass::arch::fence_view_async_shared();
+        named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
       }
     }
     store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,

@@ -57,6 +57,7 @@ struct MainloopBwd {
   static constexpr int kStatsFloats = 2 * common::kRowStatsBlock;
   static constexpr uint32_t kStatsBytes = kStatsFloats * sizeof(float);  // one bulk copy per stage
   static_assert(common::kRowStatsBlock == kBlockM, "a row_stats tile is one query block");
+  static constexpr int kDqBufferFloats = kBlockM * Traits::kDqCols;  // one dq_accum slab
 
   struct SharedStorage {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;     // (BLK_M, HDIM, STAGES)
@@ -66,6 +67,9 @@ struct MainloopBwd {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutdSt>, 1024> ds;  // dSᵀ (BLK_N, BLK_M, DS_STAGES)
     // Per stage: the query block's LSE · log2(e) and D (one row_stats tile, with Q and dO).
     array_aligned<float, kStatsFloats * kStages, 128> stats;
+    // Per consumer warpgroup: its dQ contribution of one query block (64 × kDqCols fp32, in
+    // DqAccumOrder), handed to the writer warp (epilogue_bwd.h).
+    array_aligned<float, kDqBufferFloats * Traits::kMmaWarpGroups, 128> dq;
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
   };

@@ -71,6 +71,10 @@ enum class BwdBarrier : uint32_t {
   kDsWG1 = 0,    // warpgroup 1's four warps wrote dSᵀ to shared memory: its dQ wgmma may read it
   kDsWG2 = 1,
   kDsAll = 2,    // both warpgroups wrote theirs (the split dQ reads all 128 keys' dS)
+  kDqFullWG1 = 3,   // warpgroup 1 stored its dQ in its shared buffer: the writer warp may add it
+  kDqFullWG2 = 4,
+  kDqEmptyWG1 = 5,  // the writer's bulk reduce read warpgroup 1's buffer: it may be overwritten
+  kDqEmptyWG2 = 6,
 };
 
 template <typename Id>
