@@ -1,5 +1,5 @@
 // src/cuda/decode/decode_tile_kernel.cuh — the "tile" decode kernel (FLASHLAB_DECODE_KERNEL=tile;
-// docs/kvcache.md, "CUDA (experimental)"): the same work and semantics as decode_kernel.cuh's loop ("v5"),
+// docs/kvcache.md, "CUDA"): the same work and semantics as decode_kernel.cuh's loop ("v5"),
 // but K and V stream through shared memory in tiles, with a multi-stage cp.async pipeline, and the math is
 // tensor-core mma.sync from shared memory.
 //
