@@ -919,11 +919,16 @@ TEST(CudaKvCache, BadInputsWriteNothing) {
   g.cache_seqlens = dlens.ptr;
   ASSERT_TRUE(kvcache_append(g).ok());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<uint16_t> k_after = dk.get(pr.kc.size());
-  const int64_t row = pr.cap * pr.hk * pr.d;
-  EXPECT_TRUE(std::equal(k_after.begin() + row, k_after.begin() + 2 * row, pr.kc.begin() + row))
-      << "the guard wrote into sequence 1's row";
-  EXPECT_FALSE(std::equal(k_after.begin(), k_after.begin() + row, pr.kc.begin())) << "sequence 0 not appended";
+  // Expected: sequences 0 and 2 get their token at slot cache_seqlens[b] (no rotary: the bits of
+  // k_new), nothing else changes (sequence 1's slot would be row 2's slot 0).
+  std::vector<uint16_t> want_k = pr.kc, want_v = pr.vc;
+  for (int64_t b : {0, 2})
+    for (int64_t e = 0; e < pr.hk * pr.d; ++e) {
+      want_k[(b * pr.cap + lens[b]) * pr.hk * pr.d + e] = pr.kn[b * pr.hk * pr.d + e];
+      want_v[(b * pr.cap + lens[b]) * pr.hk * pr.d + e] = pr.vn[b * pr.hk * pr.d + e];
+    }
+  EXPECT_TRUE(dk.get(pr.kc.size()) == want_k) << "k cache: the guarded append wrote the wrong slots";
+  EXPECT_TRUE(dv.get(pr.vc.size()) == want_v) << "v cache: the guarded append wrote the wrong slots";
 }
 
 // Median ms of `fn` over 20 timed calls after 5 warm-up calls (device events).
