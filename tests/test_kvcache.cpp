@@ -40,6 +40,7 @@ struct Case {
   bool alibi = false;
   int num_splits = 1;
   int64_t split_size = 0;
+  bool sinks = false;  // per-head attention sink logits
   uint64_t seed = 1;
   Impl impl = Impl::kReference;
 };
@@ -65,7 +66,7 @@ void rotate(std::vector<double>& x, int64_t rd, RotaryStyle style, const std::ve
 struct World {
   Case c;
   int64_t B, cap, rows = 0, pages = 0, max_pages = 0;
-  std::vector<float> q, k_cache, v_cache, k_new, v_new, out, lse, cos_t, sin_t, slopes;
+  std::vector<float> q, k_cache, v_cache, k_new, v_new, out, lse, cos_t, sin_t, slopes, sinks;
   std::vector<int32_t> seqlens, leftpad, batch_idx, table;
   std::vector<float> want_k_cache, want_v_cache;  // the cache image after the append
   // logical content: slot -> value, per (b, slot, hk, d); NaN where not a key
@@ -148,6 +149,9 @@ struct World {
         }
     }
     for (int64_t h = 0; h < c.hq; ++h) slopes.push_back(0.25f / (h + 1));
+    // Sinks around the scores' size (a sink far below every score would change nothing); head 1's
+    // sink is -inf (= no sink for that head).
+    for (int64_t h = 0; h < c.hq; ++h) sinks.push_back(h == 1 ? -INFINITY : 1.0f + 0.5f * n01(rng));
 
     // Expected cache after the append, and the logical new keys (rotated, rounded to fp32).
     want_k_cache = k_cache;
@@ -217,6 +221,7 @@ struct World {
     }
     p.num_splits = c.num_splits;
     p.split_size = c.split_size;
+    p.sink_logits = c.sinks ? sinks.data() : nullptr;
   }
 
   // The brute force for sequence b: dense K/V, rotated q, the training reference.
@@ -224,7 +229,11 @@ struct World {
     const int64_t n = L(b);
     o->assign(c.sq * c.hq * c.d, 0.0f);
     l->assign(c.hq * c.sq, -INFINITY);
-    if (n == 0) return;
+    if (n == 0) {  // no key: out 0, lse = the sink (-inf without)
+      for (int64_t h = 0; c.sinks && h < c.hq; ++h)
+        for (int64_t i = 0; i < c.sq; ++i) (*l)[h * c.sq + i] = sinks[h];
+      return;
+    }
     std::vector<float> K(n * c.hk * c.d), V(K.size()), Q(c.sq * c.hq * c.d);
     for (int64_t j = 0; j < n; ++j)
       for (int64_t e = 0; e < c.hk * c.d; ++e) {
@@ -251,6 +260,7 @@ struct World {
     f.window_left = c.window_left;
     f.softcap = c.softcap;
     f.alibi_slopes = c.alibi ? slopes.data() : nullptr;
+    f.sink_logits = c.sinks ? sinks.data() : nullptr;
     f.q = contiguous(Q.data(), c.sq, c.hq, c.d);
     f.k = contiguous(K.data(), n, c.hk, c.d);
     f.v = contiguous(V.data(), n, c.hk, c.d);
@@ -515,6 +525,32 @@ TEST(KvCache, EmptyCacheWithoutCausalGivesZeroRows) {
   check_case(c);
 }
 
+// Attention sinks: in the denominator only, for every split setting (the reference merges the sink
+// after its splits; cpu_flash starts its online softmax from it); an empty sequence gets out 0 and
+// lse = the sink; a -inf sink (head 1) is no sink.
+TEST(KvCache, SinksEverySplitSetting) {
+  Case c;
+  c.sinks = true;
+  c.cache_lens = {0, 17, 113};
+  c.causal = false;
+  c.hq = 8;
+  c.hk = 2;
+  for (int splits : {1, 3, 7, 0}) {
+    c.num_splits = splits;
+    SCOPED_TRACE(testing::Message() << "num_splits " << splits);
+    check_case(c);
+  }
+  c.num_splits = 0;
+  c.split_size = 16;
+  c.paged = true;
+  c.page_size = 3;
+  c.seqlen_new = 2;
+  c.rotary_dim = 8;
+  c.causal = true;
+  c.cache_lens = {1, 17, 113};
+  check_case(c);
+}
+
 // impl auto runs cpu_flash (as the training path's auto does on the CPU): bitwise the same.
 TEST(KvCache, AutoRunsCpuFlash) {
   Case c;
@@ -585,7 +621,8 @@ TEST(KvCache, ErrorsWriteNothing) {
       {"splits both", [](World& w) { w.p.num_splits = 3; w.p.split_size = 8; }, "not both"},
       {"top-left", [](World& w) { w.p.causal_align = CausalAlign::kTopLeft; }, "kBottomRight"},
       {"dropout", [](World& w) { w.p.dropout_p = 0.1f; }, "dropout_p"},
-      {"sinks", [](World& w) { static const float s[8] = {}; w.p.sink_logits = s; }, "sink_logits (attention sinks)"},
+      {"sink NaN", [](World& w) { w.p.sink_logits = w.sinks.data(); w.sinks[2] = kNaN; }, "sink_logits[2]"},
+      {"too long append", [](World& w) { w.p.seqlen_new = w.cap + 1; }, "seqlen_new ("},
       {"layout", [](World& w) { w.p.page_layout = KvLayout::kHND; }, "page_layout"},
       {"dtype", [](World& w) { w.p.dtype = DType::kFloat8E4M3; w.p.cache_dtype = DType::kFloat8E4M3; }, "fp8"},
       {"mismatched dtypes", [](World& w) { w.p.cache_dtype = DType::kBFloat16; }, "cache_dtype (bf16) must equal dtype (fp32)"},

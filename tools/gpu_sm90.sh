@@ -176,10 +176,11 @@ if has bwd-profile; then
   head -50 "$OUT/sass_bwd_hot.txt"
 fi
 if has kvcache; then
-  FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 240 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1
+  FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 300 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1
   echo "kvcache rc $?" >> "$OUT/kvcache.txt"
-  grep -E "kv |FAILED|PASSED|Failure|case |rc " "$OUT/kvcache.txt" | head -30
-  FLASHLAB_KV_SWEEP=8 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_kvcache" \
-    --gtest_filter='*Sweep*' > "$OUT/kv_memcheck.txt" 2>&1
+  grep -E "kv |FAILED|PASSED|Failure|case |rc " "$OUT/kvcache.txt" | head -50
+  FLASHLAB_KV_SWEEP=8 FLASHLAB_KV_APPEND_SWEEP=20 FLASHLAB_KV_COMBINE_SWEEP=10 timeout 120 \
+    compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_kvcache" \
+    --gtest_filter='*Sweep*:*Sinks*:*AutoDispatch*:*BadInputs*' > "$OUT/kv_memcheck.txt" 2>&1
   echo "kv memcheck rc $?"; tail -2 "$OUT/kv_memcheck.txt"
 fi

@@ -84,6 +84,16 @@ struct KvCacheParams : AttentionConfig {
   // 1 = none, n = n splits of ceil(L / n) keys. Set at most one of them.
   int num_splits = 0;
   int64_t split_size = 0;
+
+  // --- device data checks (CUDA). On the CPU cache_seqlens, leftpad, cache_batch_idx and
+  // block_table are always checked entry by entry before anything is written. On CUDA they live on
+  // the device, and a decode step must not synchronize (nor can it inside CUDA-graph capture), so
+  // by default they are not read on the host: the kernels then never write outside the cache (a
+  // sequence whose append does not fit, or whose page entry is out of range, writes nothing; its
+  // queries' rotary positions out of range give NaN outputs) but read whatever a bad entry names.
+  // true: copy them to the host first (synchronizing `stream`) and apply the CPU's checks, so
+  // bad data is a Status error with nothing written.
+  bool check_device_data = false;
 };
 
 // Strides of a contiguous cache (rows, seqlen, heads, head_dim) or of pages in `layout`.

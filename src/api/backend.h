@@ -6,6 +6,8 @@
 // impl is concrete. Backends return kOutOfMemory / kDeviceError / kInternal only.
 #pragma once
 
+#include <vector>
+
 #include "flashlab/flashlab.h"
 #include "flashlab/kvcache.h"
 
@@ -61,12 +63,21 @@ Status sm90_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 #endif
 
 #if defined(FLASHLAB_WITH_CUDA_DECODE)
-// The CUDA KV-cache attention (src/cuda/decode/, experimental: runs when impl cuda_sm80 is named).
-// cuda_kvcache_supports: after the generic checks (src/api/kvcache.cpp), what the kernel covers
-// (no append, rotary or sinks yet); attend = false is the standalone append (not on cuda yet).
+// The CUDA KV-cache path (src/cuda/decode/; impl auto, cuda_sm80 or its alias cuda_sm90).
+// cuda_kvcache_supports: after the generic checks (src/api/kvcache.cpp), what the kernels cover;
+// attend = false is the standalone append.
 Status cuda_kvcache_supports(const KvCacheParams& p, bool attend);
 Status cuda_kvcache_workspace_size(const KvCacheParams& p, int64_t* bytes);
-Status cuda_attention_with_kvcache(const KvCacheParams& p);
+Status cuda_attention_with_kvcache(const KvCacheParams& p);  // fused append + rotary, then attention
+Status cuda_kvcache_append(const KvCacheParams& p);
+Status cuda_attention_combine(const CombineParams& p);
+// Host copies of the int32 side arrays (check_device_data): cache_seqlens (batch), leftpad
+// (batch), cache_batch_idx (batch), block_table (batch rows): copied on the call's stream, then
+// synchronized. A null array gives an empty vector.
+struct SideArrays {
+  std::vector<int32_t> seqlens, leftpad, batch_idx, table;
+};
+Status cuda_fetch_side_arrays(const KvCacheParams& p, SideArrays* out);
 #endif
 
 // Largest head_dim the CPU backends accept (cpu_flash keeps a row of O in registers/stack).

@@ -1,13 +1,14 @@
 // src/api/kvcache.cpp — the KV-cache entry points (flashlab/kvcache.h, docs/kvcache.md):
 // validation, then on the CPU impl cpu_flash (src/cpu/kvcache_cpu_flash.cpp; what auto picks) or the
 // float64 reference (src/cpu/kvcache_reference.cpp); kvcache_append is the same append for both
-// (kv::append). On device kCUDA the experimental decode kernel (src/cuda/decode/) runs what it
-// covers when impl cuda_sm80 is named; everything else there returns kUnsupported after the
-// generic checks.
+// (kv::append). On device kCUDA (impl auto, cuda_sm80 or its alias cuda_sm90) src/cuda/decode/ runs
+// the append, the attention (with a fused append and rotary) and the combine.
 //
-// Every rule is checked before anything is written (cache included). On the CPU the int32 side
-// arrays (cache_seqlens, leftpad, cache_batch_idx, block_table) are host memory and are checked
-// entry by entry; only the block_table entries a sequence uses (its first
+// Every rule is checked before anything is written (cache included). The int32 side arrays
+// (cache_seqlens, leftpad, cache_batch_idx, block_table) are checked entry by entry by
+// check_side_arrays: on the CPU always (host memory); on CUDA only with check_device_data (they
+// are copied to the host first, which synchronizes the stream), because a decode step must not
+// synchronize. Only the block_table entries a sequence uses (its first
 // ceil((cache_seqlens + seqlen_new) / page_size) pages) must be valid, the rest may be padding.
 #include <cmath>
 #include <sstream>
@@ -42,11 +43,12 @@ Status check_ref(const char* name, const R& t) {
   return check_ref(name, t.ptr, t.batch_stride, t.row_stride, t.head_stride, t.dim_stride);
 }
 
+Status check_side_arrays(const KvCacheParams& p, bool attend, const int32_t* seqlens, const int32_t* leftpads,
+                         const int32_t* batch_idx, const int32_t* table);
+
 // Everything that does not depend on the selected implementation. `attend`: q/out/lse are used.
 Status validate_kvcache(const KvCacheParams& p, bool attend) {
   if (p.dropout_p != 0.0f) return invalid("dropout_p (", p.dropout_p, ") must be 0 on the KV-cache path");
-  if (p.sink_logits)  // the split/combine reference has no sink term yet: refuse rather than ignore it
-    return Status::Unsupported("sink_logits (attention sinks) is not supported on the KV-cache path yet");
   if (p.cu_seqlens_q || p.cu_seqlens_k)
     return invalid("cu_seqlens_q / cu_seqlens_k must be null on the KV-cache path (cache_seqlens gives the lengths)");
   if (p.causal_align != CausalAlign::kBottomRight)
@@ -98,6 +100,9 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
     if (p.seqlen_new < 1) return invalid("seqlen_new (", p.seqlen_new, ") must be >= 1 with k_new/v_new");
     FLASHLAB_RETURN_IF_ERROR(check_ref("k_new", p.k_new));
     FLASHLAB_RETURN_IF_ERROR(check_ref("v_new", p.v_new));
+    if (p.seqlen_new > kv::capacity(p))  // too short whatever cache_seqlens holds: checkable on any device
+      return invalid("cache too short for the append: seqlen_new (", p.seqlen_new, ") > capacity (",
+                     kv::capacity(p), ")");
   } else if (p.seqlen_new != 0) {
     return invalid("seqlen_new (", p.seqlen_new, ") must be 0 without k_new/v_new");
   }
@@ -131,8 +136,15 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
 
   if (p.device != Device::kCPU) {
 #if defined(FLASHLAB_WITH_CUDA_DECODE)
-    // Device data (cache_seqlens, block_table, ...) is read by the kernel only: no host checks.
-    if (p.device == Device::kCUDA) return cuda_kvcache_supports(p, attend);
+    if (p.device == Device::kCUDA) {
+      FLASHLAB_RETURN_IF_ERROR(cuda_kvcache_supports(p, attend));
+      if (!p.check_device_data) return Status::Ok();  // device data: guarded by the kernels (docs)
+      SideArrays h;
+      FLASHLAB_RETURN_IF_ERROR(cuda_fetch_side_arrays(p, &h));
+      return check_side_arrays(p, attend, h.seqlens.data(), h.leftpad.empty() ? nullptr : h.leftpad.data(),
+                               h.batch_idx.empty() ? nullptr : h.batch_idx.data(),
+                               h.table.empty() ? nullptr : h.table.data());
+    }
 #endif
     return Status::Unsupported(std::string("impl ") + to_string(p.impl == Impl::kAuto ? Impl::kAuto : p.impl) +
                                " does not support the KV-cache path yet (device " + to_string(p.device) +
@@ -144,19 +156,24 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   if (p.impl == Impl::kCpuFlash && p.head_dim > kCpuMaxHeadDim)
     return Status::Unsupported("head_dim (" + std::to_string(p.head_dim) + ") is not supported by impl cpu_flash: " +
                                "supported 1.." + std::to_string(kCpuMaxHeadDim) + " (impl reference has no limit)");
+  return check_side_arrays(p, attend, p.cache_seqlens, p.cache_leftpad, p.cache_batch_idx, p.block_table);
+}
 
-  // Host data (CPU only).
+// The rules on the int32 side arrays, given as host copies (on the CPU: the caller's arrays).
+Status check_side_arrays(const KvCacheParams& p, bool attend, const int32_t* seqlens, const int32_t* leftpads,
+                         const int32_t* batch_idx, const int32_t* table) {
+  const bool paged = p.block_table != nullptr;
   const int64_t cap = kv::capacity(p);
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t len = p.cache_seqlens[b];
+    const int64_t len = seqlens[b];
     if (len < 0 || len > cap) return invalid("cache_seqlens[", b, "] (", len, ") must be in [0, capacity (", cap, ")]");
     if (len + p.seqlen_new > cap)
       return invalid("cache too short for the append: cache_seqlens[", b, "] (", len, ") + seqlen_new (",
                      p.seqlen_new, ") > capacity (", cap, ")");
-    const int64_t lp = kv::leftpad(p, b);
+    const int64_t lp = leftpads ? leftpads[b] : 0;
     if (lp < 0 || lp > len)
       return invalid("cache_leftpad[", b, "] (", lp, ") must be in [0, cache_seqlens[", b, "] (", len, ")]");
-    const int64_t L = kv::attended_length(p, b);
+    const int64_t L = len + p.seqlen_new - lp;
     if (attend && (p.causal || p.window_left >= 0 || p.window_right >= 0 || p.rotary_cos) && p.seqlen_q > L)
       return invalid("seqlen_q (", p.seqlen_q, ") > attended length (", L, ") of sequence ", b,
                      " with causal, a window or rotary: the queries must be the last keys' positions");
@@ -166,13 +183,13 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
       const int64_t bts = p.block_table_batch_stride ? p.block_table_batch_stride : p.max_pages;
       const int64_t used = (len + p.seqlen_new + p.page_size - 1) / p.page_size;
       for (int64_t k = 0; k < used; ++k) {
-        const int64_t e = p.block_table[b * bts + k];
+        const int64_t e = table[b * bts + k];
         if (e < 0 || e >= p.num_pages)
           return invalid("block_table[", b, "][", k, "] (", e, ") out of range [0, num_pages (", p.num_pages, "))");
       }
-    } else if (p.cache_batch_idx) {
+    } else if (batch_idx) {
       const int64_t rows = p.batch_cache ? p.batch_cache : p.batch;
-      const int64_t r = p.cache_batch_idx[b];
+      const int64_t r = batch_idx[b];
       if (r < 0 || r >= rows)
         return invalid("cache_batch_idx[", b, "] (", r, ") out of range [0, batch_cache (", rows, "))");
     }
@@ -209,6 +226,9 @@ Status attention_with_kvcache(const KvCacheParams& params) {
 
 Status kvcache_append(const KvCacheParams& params) {
   FLASHLAB_RETURN_IF_ERROR(detail::validate_kvcache(params, false));
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+  if (params.device == Device::kCUDA) return detail::guarded([&] { return detail::cuda_kvcache_append(params); });
+#endif
   return detail::guarded([&] { return detail::kv::reference_kvcache(params, false); });
 }
 
@@ -239,8 +259,17 @@ Status attention_combine(const CombineParams& p) {
       p.lse_partial_head_stride < 0 || p.lse_batch_stride < 0 || p.lse_head_stride < 0)
     return invalid("combine strides must be >= 0");
   FLASHLAB_RETURN_IF_ERROR(detail::check_ref("out", p.out));
-  if (p.device == Device::kCUDA)
-    return Status::Unsupported("attention_combine does not support device cuda yet: only the CPU reference implements it");
+  if (p.device == Device::kCUDA) {
+#if defined(FLASHLAB_WITH_CUDA_DECODE)
+    const std::pair<const void*, const char*> placed[] = {
+        {p.out_partial, "out_partial"}, {p.lse_partial, "lse_partial"}, {p.out.ptr, "out"}, {p.lse, "lse"}};
+    for (const auto& t : placed)
+      if (t.first) FLASHLAB_RETURN_IF_ERROR(detail::check_pointer_device(t.first, p.device, t.second));
+    return detail::guarded([&] { return detail::cuda_attention_combine(p); });
+#else
+    return Status::Unsupported("attention_combine on device cuda needs a build with CUDA (FLASHLAB_CUDA=ON)");
+#endif
+  }
   if (p.device != Device::kCPU) return invalid("device (", static_cast<int>(p.device), ") is not a Device");
   return detail::guarded([&] { return detail::kv::reference_combine(p); });
 }

@@ -5,7 +5,8 @@
 // 2. per (sequence, query head): gather the L attended keys (slots leftpad .. leftpad + L - 1) and
 //    the query (rotated at positions L - seqlen_q + i) into doubles; each split computes a partial
 //    (O, LSE) over its keys with mask.h's visible_keys and modify_score, and combine_row merges
-//    them. Slots outside the keys are never read, so stale or NaN data cannot leak.
+//    them, with the attention sink of head h (if any) as one more partial (lse = sink, O = 0).
+//    Slots outside the keys are never read, so stale or NaN data cannot leak.
 #include "cpu/kvcache_reference.h"
 
 #include <algorithm>
@@ -130,7 +131,8 @@ void attend_one(const KvCacheParams& p, int64_t b, int64_t h, double* out, doubl
       for (int64_t e = 0; e < d; ++e) o[e] /= sum;
       lse_part[sp] = m + std::log(sum);
     }
-    combine_row(n, lse_part.data(), [&](int64_t sp) { return &o_part[sp * d]; }, d, &out[i * d], &lse[i]);
+    const double sink = p.sink_logits ? static_cast<double>(p.sink_logits[h]) : kNegInf;
+    combine_row(n, lse_part.data(), [&](int64_t sp) { return &o_part[sp * d]; }, d, &out[i * d], &lse[i], sink);
   }
 }
 

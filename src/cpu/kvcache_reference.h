@@ -51,17 +51,20 @@ void append(const KvCacheParams& p);
 void attend_one(const KvCacheParams& p, int64_t b, int64_t h, double* out, double* lse);
 
 // The LSE-exact merge of n partial results (docs/kvcache.md). out_s(s) -> pointer to O_s.
+// `sink` (an attention sink's logit, -inf = none) joins as one more partial with lse = sink and
+// O = 0: it adds to the denominator only, so every split count gives the same math.
 template <typename T, typename GetO>
-void combine_row(int64_t n, const T* lse_s, GetO out_s, int64_t d, double* out, double* lse) {
+void combine_row(int64_t n, const T* lse_s, GetO out_s, int64_t d, double* out, double* lse,
+                 double sink = -std::numeric_limits<double>::infinity()) {
   const double ninf = -std::numeric_limits<double>::infinity();
-  double m = ninf;
+  double m = sink;
   for (int64_t s = 0; s < n; ++s) m = std::max(m, static_cast<double>(lse_s[s]));
   for (int64_t e = 0; e < d; ++e) out[e] = 0.0;
   if (m == ninf) {
     *lse = ninf;
     return;
   }
-  double sum = 0.0;
+  double sum = sink == ninf ? 0.0 : std::exp(sink - m);
   for (int64_t s = 0; s < n; ++s) {
     if (static_cast<double>(lse_s[s]) == ninf) continue;
     const double w = std::exp(static_cast<double>(lse_s[s]) - m);

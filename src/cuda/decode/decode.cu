@@ -3,7 +3,15 @@
 // the launches. Called from src/api/kvcache.cpp after the generic validation. Host-only planning:
 // the split count comes from sizes the host knows (the cache capacity, batch, heads); the kernels
 // read cache_seqlens, leftpad, block_table and cache_batch_idx on the device, so a call never
-// synchronizes.
+// synchronizes (unless check_device_data asks for the host checks).
+//
+// One call, in stream order: [append k_new / v_new, rotate q into the workspace] (append_kernel.cuh,
+// one launch, when k_new or rotary is given) -> decode kernel (reads the updated cache, with
+// L = cache_seqlens + seqlen_new - leftpad) -> [combine_kernel.cuh when split].
+//
+// Workspace layout (256-byte aligned sections): o_partial (splits, batch, seqlen_q, heads_q,
+// head_dim) fp32 | lse_partial (splits, batch, heads_q, seqlen_q) fp32 | q_rot (batch, seqlen_q,
+// heads_q, head_dim) in the dtype; each section is absent (0 bytes) when unused.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -12,13 +20,16 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "api/backend.h"
 #include "api/validate.h"
 #include "cuda/common/launch.h"
+#include "cuda/decode/combine_kernel.cuh"
 #include "cuda/decode/decode.h"
 #include "cuda/decode/decode_kernel.cuh"
 #include "cuda/decode/decode_tile_kernel.cuh"
+#include "cuda/decode/kvcache_ops.h"
 #include "flashlab/kvcache.h"
 #include "flashlab/mask.h"
 
@@ -59,12 +70,14 @@ int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   return static_cast<int>(n < 1 ? 1 : n);
 }
 
-int64_t workspace_bytes(const KvCacheParams& p, int splits) {
+int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+// The split partials' bytes (o_partial, then lse_partial), the first sections of the workspace.
+int64_t partial_bytes(const KvCacheParams& p, int splits) {
   if (splits <= 1) return 0;
   const int64_t rows = int64_t(splits) * p.batch * p.seqlen_q * p.heads_q;
-  const int64_t o = (rows * p.head_dim * 4 + 255) / 256 * 256;
-  return o + rows * 4;
+  return round256(rows * p.head_dim * 4) + round256(rows * 4);
 }
+int64_t workspace_bytes(const KvCacheParams& p, int splits) { return partial_bytes(p, splits) + rotated_q_bytes(p); }
 
 bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t es) {
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
@@ -98,11 +111,33 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cu
     decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
   }
   FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
-  if (dp.num_splits > 1) {
-    decode::decode_combine_kernel<T><<<dp.batch * dp.seqlen_q * dp.heads_q, 32, 0, stream>>>(dp);
-    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode combine launch"));
-  }
-  return Status::Ok();
+  if (dp.num_splits == 1) return Status::Ok();
+  // The partials' layouts (decode_kernel.cuh, merge_and_store) as strides.
+  const int64_t row = int64_t(dp.heads_q) * dp.head_dim;
+  decode::CombineArgs a;
+  a.num_splits = dp.num_splits;
+  a.batch = dp.batch;
+  a.seqlen_q = dp.seqlen_q;
+  a.heads = dp.heads_q;
+  a.head_dim = dp.head_dim;
+  a.o_partial = dp.o_partial;
+  a.o_row_stride = row;
+  a.o_batch_stride = dp.seqlen_q * row;
+  a.o_split_stride = dp.batch * a.o_batch_stride;
+  a.o_head_stride = dp.head_dim;
+  a.lse_partial = dp.lse_partial;
+  a.l_head_stride = dp.seqlen_q;
+  a.l_batch_stride = int64_t(dp.heads_q) * dp.seqlen_q;
+  a.l_split_stride = dp.batch * a.l_batch_stride;
+  a.out = dp.out;
+  a.out_batch_stride = dp.o_batch_stride;
+  a.out_row_stride = dp.o_row_stride;
+  a.out_head_stride = dp.o_head_stride;
+  a.lse = dp.lse;
+  a.lse_batch_stride = dp.lse_batch_stride;
+  a.lse_head_stride = dp.lse_head_stride;
+  a.sink_logits = dp.sink_logits;
+  return launch_combine(a, std::is_same<T, __half>::value ? DType::kFloat16 : DType::kBFloat16, stream);
 }
 
 template <typename T>
@@ -134,24 +169,27 @@ const char* decode_kernel_name(DecodeKernel kernel) {
 }
 
 Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
-  auto no = [](const std::string& what) {
-    return Status::Unsupported(what + " is not supported by " + kName + " yet: use device cpu");
-  };
-  if (!attend) return no("kvcache_append (the standalone append)");
-  if (p.impl != Impl::kCudaSm80)
-    return Status::Unsupported(std::string("impl ") + to_string(p.impl) + ": " + kName +
-                               " is experimental (not yet verified on a GPU): name impl cuda_sm80 to run it");
+  // The decode kernels are mma.sync (sm_80 and later) code; cuda_sm90 names the same path, as a
+  // caller that picks an implementation per device would.
+  if (p.impl != Impl::kAuto && p.impl != Impl::kCudaSm80 && p.impl != Impl::kCudaSm90)
+    return Status::Unsupported(std::string("impl ") + to_string(p.impl) + " does not run " + kName +
+                               ": use impl auto, cuda_sm80 or cuda_sm90 (the same kernels)");
+  FLASHLAB_RETURN_IF_ERROR(append_supports(p, attend));
+  if (!attend) {
+    if (p.dtype != DType::kBFloat16 && p.dtype != DType::kFloat16 && p.dtype != DType::kFloat32)
+      return Status::Unsupported(std::string("dtype ") + to_string(p.dtype) +
+                                 " is not supported by the CUDA append: supported bf16, fp16, fp32");
+    return Status::Ok();
+  }
   if (p.dtype != DType::kBFloat16 && p.dtype != DType::kFloat16)
     return Status::Unsupported(std::string("dtype ") + to_string(p.dtype) + " is not supported by " + kName +
                                ": supported bf16, fp16");
   if (p.head_dim > 256 || p.head_dim % 8 != 0)
     return unsupported_value("head_dim", p.head_dim, kName, "multiples of 8 up to 256");
-  if (p.k_new.ptr != nullptr) return no("appending k_new / v_new");
-  if (p.rotary_cos != nullptr) return no("rotary embedding");
-  if (p.sink_logits != nullptr) return no("sink_logits (attention sinks)");
   const int64_t es = 2;
-  if (!aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es) ||
-      !aligned16(p.out.ptr, {p.out.batch_stride, p.out.row_stride, p.out.head_stride}, es) ||
+  // With rotary the kernels read q from the workspace copy (aligned), not from p.q.
+  const bool q_ok = p.rotary_cos != nullptr || aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es);
+  if (!q_ok || !aligned16(p.out.ptr, {p.out.batch_stride, p.out.row_stride, p.out.head_stride}, es) ||
       !aligned16(p.k_cache.ptr, {p.k_cache.batch_stride, p.k_cache.row_stride, p.k_cache.head_stride}, es) ||
       !aligned16(p.v_cache.ptr, {p.v_cache.batch_stride, p.v_cache.row_stride, p.v_cache.head_stride}, es))
     return Status::Unsupported(std::string(kName) +
@@ -189,11 +227,16 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
     return Status::Invalid("workspace must be 256-byte aligned (cudaMalloc memory is)");
 
+  // The fused append first (same stream: the decode kernel sees the new keys); with rotary the
+  // rotated queries go to the workspace's last section and the decode kernel reads them there.
+  void* q_rot = p.rotary_cos != nullptr ? static_cast<char*>(p.workspace) + partial_bytes(p, splits) : nullptr;
+  if (p.k_new.ptr != nullptr || q_rot != nullptr) FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot));
+
   decode::DecodeParams dp;
-  dp.q = p.q.ptr;
-  dp.q_batch_stride = p.q.batch_stride;
-  dp.q_row_stride = p.q.row_stride;
-  dp.q_head_stride = p.q.head_stride;
+  dp.q = q_rot != nullptr ? q_rot : p.q.ptr;
+  dp.q_head_stride = q_rot != nullptr ? p.head_dim : p.q.head_stride;
+  dp.q_row_stride = q_rot != nullptr ? p.heads_q * p.head_dim : p.q.row_stride;
+  dp.q_batch_stride = q_rot != nullptr ? p.seqlen_q * p.heads_q * p.head_dim : p.q.batch_stride;
   dp.out = p.out.ptr;
   dp.o_batch_stride = p.out.batch_stride;
   dp.o_row_stride = p.out.row_stride;
@@ -215,6 +258,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.cache_batch_idx = p.cache_batch_idx;
   dp.cache_seqlens = p.cache_seqlens;
   dp.cache_leftpad = p.cache_leftpad;
+  dp.seqlen_new = static_cast<int>(p.seqlen_new);
+  dp.sink_logits = p.sink_logits;
   dp.batch = static_cast<int>(p.batch);
   dp.seqlen_q = static_cast<int>(p.seqlen_q);
   dp.heads_q = static_cast<int>(p.heads_q);
@@ -236,7 +281,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   if (splits > 1) {
     const int64_t rows = int64_t(splits) * p.batch * p.seqlen_q * p.heads_q;
     dp.o_partial = static_cast<float*>(p.workspace);
-    dp.lse_partial = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + (rows * p.head_dim * 4 + 255) / 256 * 256);
+    dp.lse_partial = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + round256(rows * p.head_dim * 4));
   }
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.batch * p.heads_kv),

@@ -15,11 +15,12 @@
 // online softmax (m, l, O) for the kRows rows: the scores are reduced over the group's lanes with
 // shuffles, so every lane of a group holds them, and the loop has no __syncthreads. At the end the
 // groups' (m, l, O) are merged through shared memory, exactly as splits are merged.
-// Output: O and LSE directly (one split), or fp32 partials that decode_combine_kernel merges.
+// Output: O and LSE directly (one split), or fp32 partials that combine_kernel.cuh merges.
 //
 // This file also holds what the two decode kernels share (decode_tile_kernel.cuh is the other):
 // the params, the cache addressing (slot_place), a split's keys (split_keys), a row's visible keys
-// (row_keys), the score chain, the end-of-CTA merge (merge_and_store) and the combine kernel.
+// (row_keys), the score chain and the end-of-CTA merge (merge_and_store); the split merge is
+// combine_kernel.cuh, the (fused) append append_kernel.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -62,8 +63,9 @@ struct DecodeParams {
   int64_t block_table_stride = 0;
   int page_size = 1;
   const int32_t* cache_batch_idx = nullptr;
-  const int32_t* cache_seqlens = nullptr;
+  const int32_t* cache_seqlens = nullptr;  // before the (fused) append: L = cache_seqlens + seqlen_new - leftpad
   const int32_t* cache_leftpad = nullptr;
+  int seqlen_new = 0;  // rows the fused append wrote (append_kernel.cuh ran first on the same stream)
   // sizes
   int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0, rows = 0;
   // scores
@@ -71,6 +73,9 @@ struct DecodeParams {
   const float* alibi_slopes = nullptr;
   int64_t alibi_batch_stride = 0;
   int64_t window_left = -1, window_right = -1;  // causal already folded in (right = 0)
+  // attention sinks (heads_q) or null: added where the splits are merged (merge_and_store with one
+  // split, combine_kernel otherwise), never to a split's partial, so every split count agrees
+  const float* sink_logits = nullptr;
   // splits: split_size > 0 fixes the keys per split; else each sequence is cut into num_splits
   int num_splits = 1;
   int64_t split_size = 0;
@@ -138,7 +143,7 @@ __device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int
 __device__ __forceinline__ void split_keys(const DecodeParams& p, int b, int split, int64_t* lp, int64_t* L,
                                            int64_t* n0, int64_t* n1) {
   *lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
-  *L = int64_t(p.cache_seqlens[b]) - *lp;
+  *L = int64_t(p.cache_seqlens[b]) + p.seqlen_new - *lp;
   if (p.split_size > 0) {
     *n0 = int64_t(split) * p.split_size;
     *n1 = *n0 + p.split_size;
@@ -213,7 +218,9 @@ __device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, f
 // The end of a CTA, shared by the kernels: kParts partial softmax states (m, l, O) of its kRowsCta
 // rows in shared memory (m, l: (kParts, kRowsCta); o: (kParts, kRowsCta, kD), fp32, O not yet
 // divided by l) are merged exactly as splits are: m = max_g m_g, w_g = exp(m_g - m), l = Σ w_g l_g,
-// O = Σ w_g O_g / l; then written as O and LSE (one split) or as this split's fp32 partials.
+// O = Σ w_g O_g / l; then written as O and LSE (one split) or as this split's fp32 partials. With
+// one split the attention sink joins here (m includes it, l gets exp(sink - m), O nothing: as
+// combine_kernel does after splits).
 template <typename T, int kD, int kParts, int kRowsCta>
 __device__ __forceinline__ void merge_and_store(const DecodeParams& p, const float* sm_m, const float* sm_l,
                                                 const float* sm_o, int split, int b, int hk, int row0) {
@@ -222,7 +229,10 @@ __device__ __forceinline__ void merge_and_store(const DecodeParams& p, const flo
     const int r = t / kChunks, cc = t % kChunks;
     const int rr = row0 + r;
     if (rr >= p.rows || cc * 8 >= p.head_dim) continue;
-    float mx = -INFINITY;
+    const int i = rr / p.group;
+    const int hq = hk * p.group + rr % p.group;
+    const float sink = p.num_splits == 1 && p.sink_logits != nullptr ? p.sink_logits[hq] : -INFINITY;
+    float mx = sink;
     for (int gg = 0; gg < kParts; ++gg) mx = fmaxf(mx, sm_m[gg * kRowsCta + r]);
     float sum = 0.0f, acc[8];
 #pragma unroll
@@ -235,14 +245,13 @@ __device__ __forceinline__ void merge_and_store(const DecodeParams& p, const flo
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(w, og[e], acc[e]);
       }
+      if (sink != -INFINITY) sum += exp2f((sink - mx) * kLog2e);
     }
     const bool empty = !(sum > 0.0f);  // no visible key in this split (NaN stays NaN below)
     const float inv = empty ? 0.0f : 1.0f / sum;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[e] *= inv;
     const float lse = empty ? -INFINITY : mx + logf(sum);
-    const int i = rr / p.group;
-    const int hq = hk * p.group + rr % p.group;
     if (p.num_splits == 1) {
       T* op = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
               int64_t(hq) * p.o_head_stride + cc * 8;
@@ -431,51 +440,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
   __syncthreads();
   merge_and_store<T, kD, kGroups, kRows>(p, sm_m, sm_l, sm_o, split, b, hk, row0);
-}
-
-// Merges the splits of decode_kernel (one CTA per (b, i, hq); a thread per 8 columns):
-// m = max_s lse_s; w_s = exp(lse_s - m); out = Σ w_s O_s / Σ w_s; lse = m + log Σ w_s.
-template <typename T>
-__global__ void __launch_bounds__(32) decode_combine_kernel(const __grid_constant__ DecodeParams p) {
-  const int hq = blockIdx.x % p.heads_q;
-  const int i = (blockIdx.x / p.heads_q) % p.seqlen_q;
-  const int b = blockIdx.x / (p.heads_q * p.seqlen_q);
-  float mx = -INFINITY;
-  for (int s = 0; s < p.num_splits; ++s)
-    mx = fmaxf(mx, p.lse_partial[((int64_t(s) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i]);
-  for (int cc = threadIdx.x; cc * 8 < p.head_dim; cc += blockDim.x) {
-    float acc[8], sum = 0.0f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
-    if (mx != -INFINITY) {
-      for (int s = 0; s < p.num_splits; ++s) {
-        const float ls = p.lse_partial[((int64_t(s) * p.batch + b) * p.heads_q + hq) * p.seqlen_q + i];
-        if (ls == -INFINITY) continue;
-        const float w = exp2f((ls - mx) * kLog2e);
-        sum += w;
-        const int64_t row = ((int64_t(s) * p.batch + b) * p.seqlen_q + i) * p.heads_q + hq;
-        const float4* op = reinterpret_cast<const float4*>(p.o_partial + row * p.head_dim + cc * 8);
-        const float4 a = op[0], z = op[1];
-        acc[0] = fmaf(w, a.x, acc[0]);
-        acc[1] = fmaf(w, a.y, acc[1]);
-        acc[2] = fmaf(w, a.z, acc[2]);
-        acc[3] = fmaf(w, a.w, acc[3]);
-        acc[4] = fmaf(w, z.x, acc[4]);
-        acc[5] = fmaf(w, z.y, acc[5]);
-        acc[6] = fmaf(w, z.z, acc[6]);
-        acc[7] = fmaf(w, z.w, acc[7]);
-      }
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] *= inv;
-    T* out = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
-             int64_t(hq) * p.o_head_stride + cc * 8;
-    *reinterpret_cast<uint4*>(out) = pack8<T>(acc);
-    if (p.lse != nullptr && cc == 0)
-      p.lse[b * p.lse_batch_stride + int64_t(hq) * p.lse_head_stride + i] =
-          sum > 0.0f ? mx + logf(sum) : -INFINITY;
-  }
 }
 
 }  // namespace decode

@@ -1,5 +1,5 @@
 // src/cuda/decode/decode_tile_kernel.cuh — the "tile" decode kernel (FLASHLAB_DECODE_KERNEL=tile;
-// docs/kvcache.md, "CUDA (experimental)"): the same work and semantics as decode_kernel.cuh's loop ("v5"),
+// docs/kvcache.md, "CUDA"): the same work and semantics as decode_kernel.cuh's loop ("v5"),
 // but K and V stream through shared memory in tiles, with a multi-stage cp.async pipeline, and the math is
 // tensor-core mma.sync from shared memory.
 //
@@ -20,7 +20,7 @@
 //   O += P·V       (P stays in registers as the A operand; V through ldmatrix.trans; D/8 mma)
 // Each warp keeps its own (m, l, O) over its keys, like v5's groups; at the end the warps are merged
 // through shared memory (merge_and_store, shared with v5) and written as O / LSE or the split's
-// partials, which decode_combine_kernel merges.
+// partials, which combine_kernel.cuh merges.
 //
 // Masking and NaN: keys past the union of the rows' visible keys (the tile's tail) are zero-filled by
 // cp.async (src-size 0: nothing is read), and so are the columns past head_dim of an off-bucket head

@@ -1,0 +1,219 @@
+// src/cuda/decode/append_kernel.cuh — the KV-cache append (docs/kvcache.md, "Append", "Rotary"):
+// k_new (rotated) and v_new written at slots cache_seqlens[b] + t of a contiguous or paged cache,
+// and, for the fused append of attention_with_kvcache, the queries rotated into a workspace copy.
+//
+// An elementwise copy, so the goal is the copy ceiling: one thread moves one vector of kVec
+// elements (16 bytes when every pointer and stride allows it, else one element) of one row
+// (head_dim elements of one (token, head)); consecutive threads take consecutive vectors of a
+// row, so a warp's loads and stores are whole rows. Three row segments share one launch (a decode
+// step appends a few rows: one launch, not three, is what its latency pays):
+//   [0, kv_rows)            K rows: (b, t, kv head) -> rotated, then stored in the cache
+//   [kv_rows, 2 kv_rows)    V rows: copied bit for bit
+//   [2 kv_rows, + q_rows)   Q rows (fused path with rotary only): (b, i, q head) -> q_rot, dense
+//
+// Bit-for-bit with the CPU (kv::append, kv::apply_rotary + ref::store_rounded): a rotated element
+// is x0·c − x1·s (or x0·s + x1·c) in double — each product of a 16-bit (or fp32) value and an fp32
+// table entry is exact in double, so FMA contraction cannot change the result — then rounded once
+// to the dtype with round_to_dtype (the CPU's round-to-odd to fp32, then round-to-nearest-even).
+// Elements that are not rotated (V, dims >= rotary_dim) are copied as raw bits.
+//
+// Device data is not validated on the host by default (kvcache.h, check_device_data). The kernel
+// guards every write instead: a sequence whose append does not fit the capacity (or whose
+// cache_seqlens / leftpad are out of range, or whose positions pass the rotary table) writes no
+// cache slot and gets NaN queries (so its attention output is NaN, not a silent wrong answer); a
+// page entry or cache row out of range skips that slot's write.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace flashlab {
+namespace decode {
+
+struct AppendParams {
+  // new keys/values (batch, seqlen_new, heads_kv, head_dim)
+  const void* k_new = nullptr;
+  const void* v_new = nullptr;
+  int64_t kn_batch_stride = 0, kn_row_stride = 0, kn_head_stride = 0;
+  int64_t vn_batch_stride = 0, vn_row_stride = 0, vn_head_stride = 0;
+  // the cache (decode_kernel.cuh's addressing: (page or row) · batch_stride + slot · row_stride + head · head_stride)
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
+  int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
+  const int32_t* block_table = nullptr;  // null: contiguous
+  int64_t block_table_stride = 0;
+  int64_t page_size = 1;
+  int64_t num_pages = 0;                 // paged: entries must be in [0, num_pages)
+  const int32_t* cache_batch_idx = nullptr;
+  int64_t batch_cache = 0;               // contiguous: rows must be in [0, batch_cache)
+  const int32_t* cache_seqlens = nullptr;
+  const int32_t* cache_leftpad = nullptr;
+  int64_t capacity = 0;
+  int batch = 0, seqlen_new = 0, heads_kv = 0, head_dim = 0;
+  // rotary: cos/sin (max_pos, rotary_dim / 2) fp32; rotary_dim 0 = off
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+  int rotary_dim = 0;
+  int64_t rotary_max_pos = 0;
+  bool neox = true;
+  // queries (fused path with rotary): q (batch, seqlen_q, heads_q, head_dim) -> q_rot, dense
+  const void* q = nullptr;
+  int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
+  void* q_rot = nullptr;
+  int seqlen_q = 0, heads_q = 0;
+  // work: rows per segment, vectors per row
+  int kv_rows = 0, q_rows = 0, vecs_per_row = 0;
+};
+
+template <typename T>
+__device__ __forceinline__ float elem_to_float(T x);
+template <>
+__device__ __forceinline__ float elem_to_float(float x) { return x; }
+template <>
+__device__ __forceinline__ float elem_to_float(__half x) { return __half2float(x); }
+template <>
+__device__ __forceinline__ float elem_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// A double rounded once to T, as ref::store_rounded does on the CPU: to fp32 by round-to-odd (so
+// the second rounding cannot double-round), then to T by round-to-nearest-even.
+template <typename T>
+__device__ __forceinline__ T round_to_dtype(double x);
+template <>
+__device__ __forceinline__ float round_to_dtype(double x) { return __double2float_rn(x); }
+__device__ __forceinline__ float round_to_odd_float(double x) {
+  float f = __double2float_rn(x);
+  if (isfinite(f) && static_cast<double>(f) != x && (__float_as_uint(f) & 1u) == 0u)
+    f = nextafterf(f, x > static_cast<double>(f) ? INFINITY : -INFINITY);
+  return f;
+}
+template <>
+__device__ __forceinline__ __half round_to_dtype(double x) { return __float2half_rn(round_to_odd_float(x)); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 round_to_dtype(double x) {
+  return __float2bfloat16_rn(round_to_odd_float(x));
+}
+
+// kVec elements of T as one load / store (16 bytes: uint4; 1 element: T itself).
+template <typename T, int kVec>
+struct VecOf {
+  static_assert(kVec * sizeof(T) == 16, "a vector is 16 bytes (or one element: the specialization below)");
+  using type = uint4;
+};
+template <typename T>
+struct VecOf<T, 1> {
+  using type = T;
+};
+
+// Element offset of slot `slot` of sequence b, kv head h in a cache with strides (bs, rs, hs), or
+// -1 when the page entry / cache row is out of range (the write is skipped).
+__device__ __forceinline__ int64_t append_slot_offset(const AppendParams& p, int b, int64_t slot, int h,
+                                                      int64_t bs, int64_t rs, int64_t hs) {
+  int64_t block, within;
+  if (p.block_table != nullptr) {
+    block = p.block_table[b * p.block_table_stride + slot / p.page_size];
+    within = slot % p.page_size;
+    if (block < 0 || block >= p.num_pages) return -1;
+  } else {
+    block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+    within = slot;
+    if (block < 0 || block >= p.batch_cache) return -1;
+  }
+  return block * bs + within * rs + int64_t(h) * hs;
+}
+
+// Rotated element e of a row (e < rotary_dim) at table row `pos`; x = the row in global memory.
+// The partner element is read again from global memory (the warp just loaded the row: an L1 hit),
+// which keeps any rotary_dim and vector width correct without shuffles.
+template <typename T>
+__device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int e, int64_t pos) {
+  const int half = p.rotary_dim / 2;
+  int k, partner;
+  bool first;  // the pair's first element: x0·c − x1·s; else x0·s + x1·c
+  if (p.neox) {
+    first = e < half;
+    k = first ? e : e - half;
+    partner = first ? e + half : e - half;
+  } else {
+    first = (e & 1) == 0;
+    k = e >> 1;
+    partner = e ^ 1;
+  }
+  const double c = p.cos[pos * half + k], s = p.sin[pos * half + k];
+  const double self = elem_to_float(x[e]), other = elem_to_float(x[partner]);
+  const double x0 = first ? self : other, x1 = first ? other : self;
+  return round_to_dtype<T>(first ? x0 * c - x1 * s : x0 * s + x1 * c);
+}
+
+// Whether sequence b's append is in range (the host's checks, per sequence, on the device).
+__device__ __forceinline__ bool sequence_ok(const AppendParams& p, int b, int64_t* len, int64_t* lp) {
+  *len = p.cache_seqlens[b];
+  *lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
+  if (*len < 0 || *lp < 0 || *lp > *len || *len + p.seqlen_new > p.capacity) return false;
+  return p.rotary_dim == 0 || *len + p.seqlen_new - *lp <= p.rotary_max_pos;
+}
+
+template <typename T, int kVec>
+__global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ AppendParams p) {
+  using V = typename VecOf<T, kVec>::type;
+  // 32-bit index math (the host checks that every vector index fits an int): the divisions are
+  // the costliest instructions of this kernel, and 64-bit ones are emulated.
+  const int total = (2 * p.kv_rows + p.q_rows) * p.vecs_per_row;
+  for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += gridDim.x * blockDim.x) {
+    int row = idx / p.vecs_per_row;
+    const int e0 = (idx - row * p.vecs_per_row) * kVec;
+    const int segment = row < p.kv_rows ? 0 : row < 2 * p.kv_rows ? 1 : 2;  // K, V, Q
+    row -= segment == 2 ? 2 * p.kv_rows : segment * p.kv_rows;
+    if (segment < 2) {
+      const int h = row % p.heads_kv;
+      const int t = (row / p.heads_kv) % p.seqlen_new;
+      const int b = row / (p.heads_kv * p.seqlen_new);
+      int64_t len, lp;
+      if (!sequence_ok(p, b, &len, &lp)) continue;  // nothing of this sequence is written
+      const int64_t slot = len + t;
+      const bool is_k = segment == 0;
+      const int64_t dst = is_k ? append_slot_offset(p, b, slot, h, p.k_batch_stride, p.k_row_stride, p.k_head_stride)
+                               : append_slot_offset(p, b, slot, h, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
+      if (dst < 0) continue;
+      const T* src = is_k ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + int64_t(t) * p.kn_row_stride +
+                                int64_t(h) * p.kn_head_stride
+                          : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + int64_t(t) * p.vn_row_stride +
+                                int64_t(h) * p.vn_head_stride;
+      T* out = static_cast<T*>(is_k ? p.k_cache : p.v_cache) + dst;
+      V raw = *reinterpret_cast<const V*>(src + e0);
+      if (is_k && e0 < p.rotary_dim) {
+        T* el = reinterpret_cast<T*>(&raw);
+#pragma unroll
+        for (int u = 0; u < kVec; ++u)
+          if (e0 + u < p.rotary_dim) el[u] = rotate_elem<T>(p, src, e0 + u, slot - lp);
+      }
+      *reinterpret_cast<V*>(out + e0) = raw;
+    } else {
+      const int h = row % p.heads_q;
+      const int i = (row / p.heads_q) % p.seqlen_q;
+      const int b = row / (p.heads_q * p.seqlen_q);
+      const T* src = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +
+                     int64_t(h) * p.q_head_stride;
+      T* out = static_cast<T*>(p.q_rot) + int64_t(row) * p.head_dim;
+      V raw = *reinterpret_cast<const V*>(src + e0);
+      int64_t len, lp;
+      const bool ok = sequence_ok(p, b, &len, &lp);
+      const int64_t pos = len + p.seqlen_new - lp - p.seqlen_q + i;  // L_b - seqlen_q + i
+      T* el = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int u = 0; u < kVec; ++u) {
+        if (!ok || pos < 0) {
+          el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));  // NaN: see the header
+        } else if (e0 + u < p.rotary_dim) {
+          el[u] = rotate_elem<T>(p, src, e0 + u, pos);
+        }
+      }
+      *reinterpret_cast<V*>(out + e0) = raw;
+    }
+  }
+}
+
+}  // namespace decode
+}  // namespace flashlab
