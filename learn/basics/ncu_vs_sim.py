@@ -108,9 +108,13 @@ def parse_ncu_csv(text):
 
 def run_ncu(program, kernel_regex, metrics, args, log):
     cmd = ["ncu", "--csv", "--print-units", "base", "--metrics", ",".join(metrics), "-k", f"regex:{kernel_regex}",
-           "--log-file", str(log), program, "--ncu", *args]
+           "--log-file", str(log), str(program), "--ncu", *args]
     print("$", " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"ncu did not run: {type(e).__name__}: {e}", flush=True)
+        return ""
     print(r.stdout[-2000:], r.stderr[-2000:], sep="", flush=True)
     return log.read_text() if log.exists() else ""
 

@@ -13,8 +13,8 @@ A launch returns the compiled kernel; its .asm dict holds every stage:
   (cubin, the binary, is also there; `cuobjdump -sass` or triton's disassembler show its SASS)
 
 The vector-add kernel (triton/vector_add's solution) and the matmul's tl.dot (matmul.py, one fixed
-config) are compiled; the first lines of each stage are printed and the stages saved under $OUT
-(ir_<kernel>.<stage>), with a few lines that show the lesson grepped out (layouts, wgmma, cp.async).
+config) are compiled; the first lines of each stage are printed and all stages saved under $OUT
+(ir_<kernel>.txt, one section per stage), with a few lines that show the lesson grepped out (layouts, wgmma, cp.async).
 
     python learn/basics/triton/ir_stages.py        (needs a GPU: the interpreter compiles nothing)
 """
@@ -36,20 +36,22 @@ LESSON = {"ttgir": r"#blocked|#mma|#shared|nvidia_mma|warp_group_dot|async_copy|
 
 
 def dump(name, compiled, out):
+    saved = []
     for stage, lines in SHOW.items():
         text = compiled.asm.get(stage)
         if text is None:
             print(f"--- {name}.{stage}: not produced", flush=True)
             continue
         text = text if isinstance(text, str) else text.decode(errors="replace")
-        (out / f"ir_{name}.{stage}").write_text(text)
+        saved.append(f"==================== {name}.{stage}\n{text}")
         all_lines = text.splitlines()
-        print(f"--- {name}.{stage} ({len(all_lines)} lines, saved as ir_{name}.{stage}); first {lines}:")
+        print(f"--- {name}.{stage} ({len(all_lines)} lines, in ir_{name}.txt); first {lines}:")
         print("\n".join(all_lines[:lines]))
         if stage in LESSON:
             hits = [ln.strip() for ln in all_lines if re.search(LESSON[stage], ln)]
             print(f"    lines matching /{LESSON[stage]}/: {len(hits)}; e.g.")
             print("\n".join("      " + h[:160] for h in hits[:6]), flush=True)
+    (out / f"ir_{name}.txt").write_text("\n".join(saved))  # one file per kernel, the stages in order
 
 
 def main():
