@@ -42,8 +42,7 @@ int main(int argc, char** argv) {
   const Args args{argc, argv};
   const int64_t n = args.get_int("--n", int64_t(1) << 26);
   const size_t bytes = n * sizeof(float);
-  Report rep{"01_indexing", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("01_indexing", bytes);
   Check check;
   const int sms = num_sms();
 

@@ -32,8 +32,7 @@ __global__ void busy(float* __restrict__ y, int64_t n, int passes) {
 int main(int argc, char** argv) {
   const Args args{argc, argv};
   const size_t bytes = static_cast<size_t>(args.get_int("--mib", 256)) << 20;
-  Report rep{"02_transfers", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("02_transfers", bytes);
   Check check;
 
   std::vector<char> pageable(bytes), back(bytes);

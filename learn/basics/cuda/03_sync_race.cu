@@ -56,8 +56,7 @@ __global__ void count_warp_atomic(unsigned* counter, int64_t n) {
 
 int main(int argc, char** argv) {
   const Args args{argc, argv};
-  Report rep{"03_sync_race", 0.0};
-  rep.header();
+  const Report rep = Report::open("03_sync_race", 0);
   Check check;
 
   // 1. Shared-memory race.

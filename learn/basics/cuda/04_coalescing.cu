@@ -92,8 +92,7 @@ int main(int argc, char** argv) {
   if (args.has("--ncu")) return ncu_mode(args);
   const int64_t n = args.get_int("--n", int64_t(1) << 26);  // 64M floats, 256 MiB per array
   const size_t bytes = n * sizeof(float);
-  Report rep{"04_coalescing", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("04_coalescing", bytes);
 
   Check check;
   DeviceBuffer x, y;

@@ -100,8 +100,7 @@ int main(int argc, char** argv) {
   }
   const int n = static_cast<int>(args.get_int("--n", 8192));
   const size_t bytes = size_t(n) * n * sizeof(float);
-  Report rep{"05_transpose", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("05_transpose", bytes);
   for (const Version& v : kVersions)
     for (auto [rows, cols] : {std::pair<int, int>{1, 1}, {33, 40}, {1000, 77}, {n, n}}) validate(check, v, rows, cols);
 

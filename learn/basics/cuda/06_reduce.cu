@@ -116,8 +116,7 @@ static void run(const Version& v, const float* x, int64_t n, float* partial, flo
 int main(int argc, char** argv) {
   const Args args{argc, argv};
   const int64_t n = args.get_int("--n", int64_t(1) << 26);  // 64M floats, 256 MiB
-  Report rep{"06_reduce", memcpy_gbps(n * sizeof(float))};
-  rep.header();
+  const Report rep = Report::open("06_reduce", n * sizeof(float));
   Check check;
 
   // Integer-valued inputs in [-8, 8] \ {0}: every partial sum of 64M of them stays far below 2^24,

@@ -23,17 +23,14 @@ using namespace flashlab;
 using namespace flashlab::learn;
 using namespace flashlab::learn::basics;
 
-__global__ void copy1(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) y[i] = x[i];
-}
-
-constexpr int kIlp = 4;
-__global__ void copy_ilp4(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+// kIlp independent loads per thread, all issued before the first store waits for one: ILP 1 is
+// the plain one-float-per-thread copy, ILP 4 has four loads in flight per thread.
+template <int kIlp>
+__global__ void copy_ilp(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   const int64_t base = blockIdx.x * int64_t(blockDim.x) * kIlp + threadIdx.x;
   float v[kIlp];
 #pragma unroll
-  for (int k = 0; k < kIlp; ++k) {  // all four loads issue before any store waits for one
+  for (int k = 0; k < kIlp; ++k) {
     const int64_t i = base + k * int64_t(blockDim.x);
     v[k] = i < n ? x[i] : 0.0f;
   }
@@ -43,6 +40,9 @@ __global__ void copy_ilp4(const float* __restrict__ x, float* __restrict__ y, in
     if (i < n) y[i] = v[k];
   }
 }
+constexpr int kIlp = 4;
+const auto copy1 = copy_ilp<1>;
+const auto copy_ilp4 = copy_ilp<kIlp>;
 
 struct Config {
   std::string name;
@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
   const Args args{argc, argv};
   const int64_t n = args.get_int("--n", int64_t(1) << 26);
   const size_t bytes = n * sizeof(float);
-  Report rep{"07_occupancy", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("07_occupancy", bytes);
   Check check;
 
   int dev = 0, smem_per_sm = 0, reserved = 0, max_threads_sm = 0;

@@ -87,8 +87,7 @@ int main(int argc, char** argv) {
   const Args args{argc, argv};
   const int rows = static_cast<int>(args.get_int("--rows", 16384)), cols = static_cast<int>(args.get_int("--cols", 4096));
   const size_t bytes = size_t(rows) * cols * sizeof(float);
-  Report rep{"08_softmax_row", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("08_softmax_row", bytes);
   Check check;
 
   for (auto [r, c] : {std::pair<int, int>{1, 1}, {3, 33}, {5, 1000}, {7, 31}, {64, 4096}, {13, 20000}}) {

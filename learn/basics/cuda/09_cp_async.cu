@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t bytes = n * sizeof(float);
-  Report rep{"09_cp_async", memcpy_gbps(bytes)};
-  rep.header();
+  const Report rep = Report::open("09_cp_async", bytes);
   Check check;
 
   DeviceBuffer x, out;

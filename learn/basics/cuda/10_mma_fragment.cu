@@ -88,8 +88,7 @@ __global__ void mma_throughput(int iters, float* sink) {
 
 int main(int argc, char** argv) {
   const Args args{argc, argv};
-  Report rep{"10_mma_fragment", 0.0};
-  rep.header();
+  const Report rep = Report::open("10_mma_fragment", 0);
   Check check;
 
   std::vector<__half> hA(256), hBt(128);

@@ -67,6 +67,12 @@ struct Report {
   std::string program;
   double memcpy_gbps = 0;  // 0: no % column
 
+  // Measures the copy line (when memcpy_bytes > 0) and prints the program's header.
+  static Report open(const std::string& program, size_t memcpy_bytes) {
+    Report r{program, memcpy_bytes ? basics::memcpy_gbps(memcpy_bytes) : 0.0};
+    r.header();
+    return r;
+  }
   void header() const {
     std::printf("%s on %s\n", program.c_str(), device_name().c_str());
     if (memcpy_gbps > 0) std::printf("device-to-device cudaMemcpy: %.0f GB/s (read + write)\n", memcpy_gbps);
