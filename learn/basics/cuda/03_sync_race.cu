@@ -48,10 +48,9 @@ __global__ void count_atomic(unsigned* counter, int64_t n) {
   if (blockIdx.x * int64_t(blockDim.x) + threadIdx.x < n) atomicAdd(counter, 1u);
 }
 __global__ void count_warp_atomic(unsigned* counter, int64_t n) {
-  if (blockIdx.x * int64_t(blockDim.x) + threadIdx.x < n) {
-    const unsigned active = __activemask();  // the lanes of this warp that are inside n
-    if (threadIdx.x % 32 == __ffs(active) - 1) atomicAdd(counter, unsigned(__popc(active)));
-  }
+  const bool in_range = blockIdx.x * int64_t(blockDim.x) + threadIdx.x < n;
+  const unsigned active = __ballot_sync(0xffffffffu, in_range);  // the lanes of this warp inside n
+  if (in_range && threadIdx.x % 32 == __ffs(active) - 1) atomicAdd(counter, unsigned(__popc(active)));
 }
 
 int main(int argc, char** argv) {
