@@ -24,15 +24,17 @@ __global__ void one_per_thread(float a, const float* __restrict__ x, float* __re
 }
 
 __global__ void grid_stride(float a, const float* __restrict__ x, float* __restrict__ y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = a * x[i] + y[i];
 }
 
-__global__ void add_2d(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int rows,
-                       int cols) {
+__global__ void add_2d(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                       int rows, int cols) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;  // x: the contiguous dimension
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
-  if (row < rows && col < cols) c[int64_t(row) * cols + col] = a[int64_t(row) * cols + col] + b[int64_t(row) * cols + col];
+  if (row < rows && col < cols)
+    c[int64_t(row) * cols + col] = a[int64_t(row) * cols + col] + b[int64_t(row) * cols + col];
 }
 
 constexpr float kA = 1.5f;
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
 
   DeviceBuffer x, y, y0;
   std::vector<float> hx, hy;
-  if (!random_floats(x, hx, n, fresh_seed()) || !random_floats(y0, hy, n, fresh_seed()) || !y.allocate(bytes)) return 1;
+  if (!random_floats(x, hx, n, fresh_seed()) || !random_floats(y0, hy, n, fresh_seed()) || !y.allocate(bytes))
+    return 1;
   // a*x + y in float64: the kernels' fp32 result (one fma, or a rounded product and a sum) is
   // within a couple of fp32 roundings of it.
   std::vector<double> want(n);
@@ -56,13 +59,16 @@ int main(int argc, char** argv) {
 
   auto saxpy = [&](bool stride, int blocks_per_sm, int64_t len) {
     const int blocks = stride ? sms * blocks_per_sm : static_cast<int>((len + kThreads - 1) / kThreads);
-    if (stride) grid_stride<<<blocks, kThreads>>>(kA, x.as<float>(), y.as<float>(), len);
-    else one_per_thread<<<std::max(blocks, 1), kThreads>>>(kA, x.as<float>(), y.as<float>(), len);
+    if (stride)
+      grid_stride<<<blocks, kThreads>>>(kA, x.as<float>(), y.as<float>(), len);
+    else
+      one_per_thread<<<std::max(blocks, 1), kThreads>>>(kA, x.as<float>(), y.as<float>(), len);
   };
   for (bool stride : {false, true})
     for (int64_t len : {int64_t(1), int64_t(33), int64_t(1000003), n}) {
       y.poison();
-      LEARN_CHECK(cudaMemcpy(y.get(), y0.get(), len * 4, cudaMemcpyDeviceToDevice));  // elements >= len stay NaN
+      LEARN_CHECK(
+          cudaMemcpy(y.get(), y0.get(), len * 4, cudaMemcpyDeviceToDevice));  // elements >= len stay NaN
       saxpy(stride, 2, len);
       const std::vector<float> got = download_floats(y, len + (len < n ? 1 : 0));
       std::string name = std::string(stride ? "grid_stride" : "one_per_thread") + " n=" + std::to_string(len);
@@ -79,13 +85,14 @@ int main(int argc, char** argv) {
     std::vector<float> w(m);
     for (size_t i = 0; i < m; ++i) w[i] = hx[i] + hy[i];
     const std::vector<float> got = download_floats(c, m);
-    check.expect_equal("add_2d " + std::to_string(rows) + "x" + std::to_string(cols), got.data(), w.data(), m);
+    check.expect_equal("add_2d " + std::to_string(rows) + "x" + std::to_string(cols), got.data(), w.data(),
+                       m);
   }
 
   // Timing: y is read and written, x read: 3 * bytes per call (y keeps growing: values do not matter).
   rep.bandwidth("one_per_thread (n/256 blocks)", time_launch([&] { saxpy(false, 0, n); }), 3.0 * bytes);
   for (int b : {1, 2, 4, 8, 32})
-    rep.bandwidth("grid_stride (" + std::to_string(b) + " blocks/SM)", time_launch([&] { saxpy(true, b, n); }),
-                  3.0 * bytes);
+    rep.bandwidth("grid_stride (" + std::to_string(b) + " blocks/SM)",
+                  time_launch([&] { saxpy(true, b, n); }), 3.0 * bytes);
   return check.exit_code("01_indexing");
 }

@@ -22,7 +22,8 @@ using namespace flashlab::learn::basics;
 
 // A kernel that keeps the SMs busy for a while without touching the copy's buffers.
 __global__ void busy(float* __restrict__ y, int64_t n, int passes) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     float v = y[i];
     for (int p = 0; p < passes; ++p) v = v * 0.999f + 0.001f;
     y[i] = v;
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
   d.poison();
   LEARN_CHECK(cudaMemcpy(d.get(), pageable.data(), bytes, cudaMemcpyHostToDevice));
   LEARN_CHECK(cudaMemcpy(back.data(), d.get(), bytes, cudaMemcpyDeviceToHost));
-  check.expect("pageable round trip", std::memcmp(back.data(), pageable.data(), bytes) == 0, "bytes identical");
+  check.expect("pageable round trip", std::memcmp(back.data(), pageable.data(), bytes) == 0,
+               "bytes identical");
   d.poison();
   LEARN_CHECK(cudaMemcpy(d.get(), pinned, bytes, cudaMemcpyHostToDevice));
   LEARN_CHECK(cudaMemcpy(d2.get(), d.get(), bytes, cudaMemcpyDeviceToDevice));
@@ -59,11 +61,22 @@ int main(int argc, char** argv) {
   // Host copies have nothing on the device to flush: flush_l2 = false. Synchronous cudaMemcpy from
   // pageable memory returns when the copy is done, so the events still bracket it.
   const bool kNoFlush = false;
-  rep.bandwidth("H2D pageable", time_launch([&] { cudaMemcpy(d.get(), pageable.data(), bytes, cudaMemcpyHostToDevice); }, kNoFlush), bytes);
-  rep.bandwidth("H2D pinned", time_launch([&] { cudaMemcpyAsync(d.get(), pinned, bytes, cudaMemcpyHostToDevice); }, kNoFlush), bytes);
-  rep.bandwidth("D2H pageable", time_launch([&] { cudaMemcpy(back.data(), d.get(), bytes, cudaMemcpyDeviceToHost); }, kNoFlush), bytes);
-  rep.bandwidth("D2H pinned", time_launch([&] { cudaMemcpyAsync(pinned, d.get(), bytes, cudaMemcpyDeviceToHost); }, kNoFlush), bytes);
-  rep.bandwidth("D2D", time_launch([&] { cudaMemcpyAsync(d2.get(), d.get(), bytes, cudaMemcpyDeviceToDevice); }), 2.0 * bytes);
+  rep.bandwidth(
+      "H2D pageable",
+      time_launch([&] { cudaMemcpy(d.get(), pageable.data(), bytes, cudaMemcpyHostToDevice); }, kNoFlush),
+      bytes);
+  rep.bandwidth(
+      "H2D pinned",
+      time_launch([&] { cudaMemcpyAsync(d.get(), pinned, bytes, cudaMemcpyHostToDevice); }, kNoFlush), bytes);
+  rep.bandwidth(
+      "D2H pageable",
+      time_launch([&] { cudaMemcpy(back.data(), d.get(), bytes, cudaMemcpyDeviceToHost); }, kNoFlush), bytes);
+  rep.bandwidth(
+      "D2H pinned",
+      time_launch([&] { cudaMemcpyAsync(pinned, d.get(), bytes, cudaMemcpyDeviceToHost); }, kNoFlush), bytes);
+  rep.bandwidth("D2D",
+                time_launch([&] { cudaMemcpyAsync(d2.get(), d.get(), bytes, cudaMemcpyDeviceToDevice); }),
+                2.0 * bytes);
 
   // Overlap: copy on stream s1, kernel on s2; the default stream waits for both (events on it).
   cudaStream_t s1, s2;

@@ -38,8 +38,12 @@ __device__ __forceinline__ void reverse(const float* __restrict__ x, float* __re
   if (kSync) __syncthreads();
   y[base + t] = s[kBlock - 1 - t];
 }
-__global__ void reverse_racy(const float* x, float* y, int delay_ns) { reverse<false>(x, y, delay_ns); }
-__global__ void reverse_synced(const float* x, float* y, int delay_ns) { reverse<true>(x, y, delay_ns); }
+__global__ void reverse_racy(const float* x, float* y, int delay_ns) {
+  reverse<false>(x, y, delay_ns);
+}
+__global__ void reverse_synced(const float* x, float* y, int delay_ns) {
+  reverse<true>(x, y, delay_ns);
+}
 
 __global__ void count_racy(volatile unsigned* counter, int64_t n) {
   if (blockIdx.x * int64_t(blockDim.x) + threadIdx.x < n) *counter = *counter + 1;  // load, add, store
@@ -70,8 +74,10 @@ int main(int argc, char** argv) {
   const int delay_ns = static_cast<int>(args.get_int("--delay-ns", 200));
   for (int racy = 1; racy >= 0; --racy) {
     y.poison();
-    if (racy) reverse_racy<<<blocks, kBlock>>>(x.as<float>(), y.as<float>(), delay_ns);
-    else reverse_synced<<<blocks, kBlock>>>(x.as<float>(), y.as<float>(), delay_ns);
+    if (racy)
+      reverse_racy<<<blocks, kBlock>>>(x.as<float>(), y.as<float>(), delay_ns);
+    else
+      reverse_synced<<<blocks, kBlock>>>(x.as<float>(), y.as<float>(), delay_ns);
     const std::vector<float> got = download_floats(y, n);
     if (racy) {
       size_t wrong = 0;
@@ -92,9 +98,12 @@ int main(int argc, char** argv) {
   auto count = [&](int kind) {
     unsigned* c = counter.as<unsigned>();
     cudaMemsetAsync(c, 0, 4);
-    if (kind == 0) count_racy<<<grid, tb>>>(c, threads);
-    else if (kind == 1) count_atomic<<<grid, tb>>>(c, threads);
-    else count_warp_atomic<<<grid, tb>>>(c, threads - 5);  // a partial last warp: 27 active lanes
+    if (kind == 0)
+      count_racy<<<grid, tb>>>(c, threads);
+    else if (kind == 1)
+      count_atomic<<<grid, tb>>>(c, threads);
+    else
+      count_warp_atomic<<<grid, tb>>>(c, threads - 5);  // a partial last warp: 27 active lanes
   };
   const char* names[] = {"count_racy", "count_atomic", "count_warp_atomic"};
   for (int kind = 0; kind < 3; ++kind) {

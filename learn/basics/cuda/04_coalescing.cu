@@ -41,7 +41,8 @@ __global__ void copy_strided(const float* __restrict__ x, float* __restrict__ y,
 }
 
 __global__ void copy_float4(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = x[i];
 }
 
@@ -74,7 +75,8 @@ static bool check_scale(Check& check, const char* name, const DeviceBuffer& y, c
 // --ncu: the simulator's launch shape, one launch of each kernel (validated, not timed).
 static int ncu_mode(const Args& args) {
   const int n = static_cast<int>(args.get_int("--n", 8192));
-  const int grid = static_cast<int>(args.get_int("--grid", 2)), block = static_cast<int>(args.get_int("--block", 128));
+  const int grid = static_cast<int>(args.get_int("--grid", 2)),
+            block = static_cast<int>(args.get_int("--block", 128));
   Check check;
   DeviceBuffer x, y;
   std::vector<float> hx;
@@ -97,7 +99,8 @@ int main(int argc, char** argv) {
   Check check;
   DeviceBuffer x, y;
   std::vector<float> hx;
-  if (n % 128 != 0 || n >= (int64_t(1) << 31) || !random_floats(x, hx, n, fresh_seed()) || !y.allocate(bytes)) return 1;
+  if (n % 128 != 0 || n >= (int64_t(1) << 31) || !random_floats(x, hx, n, fresh_seed()) || !y.allocate(bytes))
+    return 1;
   const float* px = x.as<float>();
   float* py = y.as<float>();
   const int threads = 256;
@@ -115,9 +118,13 @@ int main(int argc, char** argv) {
       {"copy_strided<8>", [&] { copy_strided<8><<<blocks, threads>>>(px, py, n); }, false},
       {"copy_strided<32>", [&] { copy_strided<32><<<blocks, threads>>>(px, py, n); }, false},
       {"copy_float4 (grid-stride)",
-       [&] { copy_float4<<<few_blocks, threads>>>(reinterpret_cast<const float4*>(px), reinterpret_cast<float4*>(py), n / 4); },
+       [&] {
+         copy_float4<<<few_blocks, threads>>>(reinterpret_cast<const float4*>(px),
+                                              reinterpret_cast<float4*>(py), n / 4);
+       },
        false},
-      {"scale_interleaved (sim solution)", [&] { scale_interleaved<<<few_blocks, threads>>>(px, py, int(n)); }, true},
+      {"scale_interleaved (sim solution)",
+       [&] { scale_interleaved<<<few_blocks, threads>>>(px, py, int(n)); }, true},
       {"scale_chunked (sim mutant)", [&] { scale_chunked<<<few_blocks, threads>>>(px, py, int(n)); }, true},
   };
   // 1. Validate every version (output poisoned first, so an element never written shows as NaN).

@@ -41,7 +41,8 @@ struct Tile {
 
 // The body the three shared-memory kernels share; only Tile<L>::at differs (that is the lesson).
 template <TileLayout L>
-__device__ __forceinline__ void transpose_tile(const float* __restrict__ a, float* __restrict__ out, int rows, int cols) {
+__device__ __forceinline__ void transpose_tile(const float* __restrict__ a, float* __restrict__ out, int rows,
+                                               int cols) {
   __shared__ float tile[kTile * Tile<L>::kStride];
   const int tx = threadIdx.x, ty = threadIdx.y;
   int r = blockIdx.y * kTile + ty, c = blockIdx.x * kTile + tx;
@@ -80,15 +81,16 @@ static void launch(TransposeKernel k, const float* a, float* out, int rows, int 
 static bool validate(Check& check, const Version& v, int rows, int cols) {
   DeviceBuffer a, out;
   std::vector<float> ha;
-  if (!random_floats(a, ha, size_t(rows) * cols, fresh_seed()) || !out.allocate(size_t(rows) * cols * 4)) return false;
+  if (!random_floats(a, ha, size_t(rows) * cols, fresh_seed()) || !out.allocate(size_t(rows) * cols * 4))
+    return false;
   out.poison();
   launch(v.kernel, a.as<float>(), out.as<float>(), rows, cols);
   std::vector<float> want(ha.size());
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) want[size_t(c) * rows + r] = ha[size_t(r) * cols + c];
   const std::vector<float> got = download_floats(out, want.size());
-  return check.expect_equal(std::string(v.name) + " " + std::to_string(rows) + "x" + std::to_string(cols), got.data(),
-                            want.data(), want.size());
+  return check.expect_equal(std::string(v.name) + " " + std::to_string(rows) + "x" + std::to_string(cols),
+                            got.data(), want.data(), want.size());
 }
 
 int main(int argc, char** argv) {
@@ -102,12 +104,15 @@ int main(int argc, char** argv) {
   const size_t bytes = size_t(n) * n * sizeof(float);
   const Report rep = Report::open("05_transpose", bytes);
   for (const Version& v : kVersions)
-    for (auto [rows, cols] : {std::pair<int, int>{1, 1}, {33, 40}, {1000, 77}, {n, n}}) validate(check, v, rows, cols);
+    for (auto [rows, cols] : {std::pair<int, int>{1, 1}, {33, 40}, {1000, 77}, {n, n}})
+      validate(check, v, rows, cols);
 
   DeviceBuffer a, out;
-  if (!a.allocate(bytes) || !out.allocate(bytes) || !fill_random_device(a.get(), DType::kFloat32, int64_t(n) * n, 5))
+  if (!a.allocate(bytes) || !out.allocate(bytes) ||
+      !fill_random_device(a.get(), DType::kFloat32, int64_t(n) * n, 5))
     return 1;
   for (const Version& v : kVersions)
-    rep.bandwidth(v.name, time_launch([&] { launch(v.kernel, a.as<float>(), out.as<float>(), n, n); }), 2.0 * bytes);
+    rep.bandwidth(v.name, time_launch([&] { launch(v.kernel, a.as<float>(), out.as<float>(), n, n); }),
+                  2.0 * bytes);
   return check.exit_code("05_transpose");
 }

@@ -28,7 +28,8 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
-  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);  // butterfly: every lane ends with the sum
+  for (int m = 16; m > 0; m /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, m);  // butterfly: every lane ends with the sum
   return v;
 }
 
@@ -103,7 +104,8 @@ const Version kVersions[] = {{"v1 reduce_smem_tree", reduce_smem_tree, false},
 
 static int blocks_for(const Version& v, int64_t n) {
   // v3: 4 blocks of 256 threads per SM (half the SM's 2048 threads): enough loads in flight.
-  return v.grid_stride ? num_sms() * 4 : static_cast<int>(std::max<int64_t>(1, (n + kThreads - 1) / kThreads));
+  return v.grid_stride ? num_sms() * 4
+                       : static_cast<int>(std::max<int64_t>(1, (n + kThreads - 1) / kThreads));
 }
 
 // Both passes; `partial` holds at least blocks_for(v, n) floats.
@@ -125,7 +127,10 @@ int main(int argc, char** argv) {
   std::vector<float> hx(n);
   std::mt19937 gen(static_cast<uint32_t>(fresh_seed()));
   std::uniform_int_distribution<int> pick(1, 16);
-  for (float& v : hx) { const int k = pick(gen); v = static_cast<float>(k <= 8 ? k : 8 - k); }
+  for (float& v : hx) {
+    const int k = pick(gen);
+    v = static_cast<float>(k <= 8 ? k : 8 - k);
+  }
   DeviceBuffer x, partial, out;
   if (!x.upload(hx.data(), n * sizeof(float)) || !partial.allocate(((n + kThreads - 1) / kThreads + 1) * 4) ||
       !out.allocate(4))
@@ -143,7 +148,8 @@ int main(int argc, char** argv) {
       check.expect_equal(std::string(v.name) + " n=" + std::to_string(len), &g, &want, 1);
     }
   for (const Version& v : kVersions)
-    rep.bandwidth(v.name, time_launch([&] { run(v, x.as<float>(), n, partial.as<float>(), out.as<float>()); }),
+    rep.bandwidth(v.name,
+                  time_launch([&] { run(v, x.as<float>(), n, partial.as<float>(), out.as<float>()); }),
                   double(n) * sizeof(float));
   return check.exit_code("06_reduce");
 }

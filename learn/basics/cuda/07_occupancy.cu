@@ -68,8 +68,10 @@ int main(int argc, char** argv) {
 
   std::vector<Config> configs;
   for (int t : {32, 64, 128, 256, 1024}) configs.push_back({"copy1 block " + std::to_string(t), false, t, 0});
-  for (int b : {1, 2, 4, 8}) configs.push_back({"copy1 block 256, smem for " + std::to_string(b) + "/SM", false, 256, b});
-  for (int b : {1, 2, 4}) configs.push_back({"copy_ilp4 block 256, smem for " + std::to_string(b) + "/SM", true, 256, b});
+  for (int b : {1, 2, 4, 8})
+    configs.push_back({"copy1 block 256, smem for " + std::to_string(b) + "/SM", false, 256, b});
+  for (int b : {1, 2, 4})
+    configs.push_back({"copy_ilp4 block 256, smem for " + std::to_string(b) + "/SM", true, 256, b});
 
   DeviceBuffer x, y;
   std::vector<float> hx;

@@ -32,7 +32,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 // exp(a - b), with exp(-inf - anything) = 0 (a lane that saw no column has m = -inf, l = 0).
-__device__ __forceinline__ float exp_diff(float a, float b) { return a == kNegInf ? 0.0f : expf(a - b); }
+__device__ __forceinline__ float exp_diff(float a, float b) {
+  return a == kNegInf ? 0.0f : expf(a - b);
+}
 
 __global__ void softmax_3pass(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -85,7 +87,8 @@ static void launch(SoftmaxKernel k, const float* x, float* y, int rows, int cols
 
 int main(int argc, char** argv) {
   const Args args{argc, argv};
-  const int rows = static_cast<int>(args.get_int("--rows", 16384)), cols = static_cast<int>(args.get_int("--cols", 4096));
+  const int rows = static_cast<int>(args.get_int("--rows", 16384)),
+            cols = static_cast<int>(args.get_int("--cols", 4096));
   const size_t bytes = size_t(rows) * cols * sizeof(float);
   const Report rep = Report::open("08_softmax_row", bytes);
   Check check;
@@ -116,10 +119,12 @@ int main(int argc, char** argv) {
   }
 
   DeviceBuffer x, y;
-  if (!x.allocate(bytes) || !y.allocate(bytes) || !fill_random_device(x.get(), DType::kFloat32, int64_t(rows) * cols, 9, 4.0f))
+  if (!x.allocate(bytes) || !y.allocate(bytes) ||
+      !fill_random_device(x.get(), DType::kFloat32, int64_t(rows) * cols, 9, 4.0f))
     return 1;
   for (const Version& v : kVersions)
     rep.bandwidth(std::string(v.name) + " " + std::to_string(rows) + "x" + std::to_string(cols),
-                  time_launch([&] { launch(v.kernel, x.as<float>(), y.as<float>(), rows, cols); }), 2.0 * bytes);
+                  time_launch([&] { launch(v.kernel, x.as<float>(), y.as<float>(), rows, cols); }),
+                  2.0 * bytes);
   return check.exit_code("08_softmax_row");
 }

@@ -31,13 +31,18 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));  // .cg: L2 only
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 __host__ __device__ inline float poly(float v) {
   float acc = 1.0f;
-  for (int d = 0; d < kDegree; ++d) acc = acc * (0.125f * v) + 1.0f;  // Horner: sum (v/8)^d, |v/8| < 1: well conditioned
+  for (int d = 0; d < kDegree; ++d)
+    acc = acc * (0.125f * v) + 1.0f;  // Horner: sum (v/8)^d, |v/8| < 1: well conditioned
   return acc;
 }
 
@@ -56,7 +61,8 @@ __device__ __forceinline__ void compute_tile(const float* s, float* __restrict__
 __global__ void tile_sync(const float* __restrict__ x, float* __restrict__ out, int tiles) {
   __shared__ __align__(16) float s[kTile];
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    reinterpret_cast<float4*>(s)[threadIdx.x] = reinterpret_cast<const float4*>(x + int64_t(t) * kTile)[threadIdx.x];
+    reinterpret_cast<float4*>(s)[threadIdx.x] =
+        reinterpret_cast<const float4*>(x + int64_t(t) * kTile)[threadIdx.x];
     __syncthreads();
     compute_tile(s, out + int64_t(t) * kTile);
     __syncthreads();  // before the next tile overwrites s
@@ -70,12 +76,13 @@ __global__ void tile_cp_async(const float* __restrict__ x, float* __restrict__ o
   cp_async_commit();
   for (int k = 0; t < tiles; ++k, t += gridDim.x) {
     const int next = t + gridDim.x;
-    if (next < tiles) cp_async_16(&s[(k + 1) % 2][threadIdx.x * 4], x + int64_t(next) * kTile + threadIdx.x * 4);
+    if (next < tiles)
+      cp_async_16(&s[(k + 1) % 2][threadIdx.x * 4], x + int64_t(next) * kTile + threadIdx.x * 4);
     cp_async_commit();   // always commit (an empty group at the end) so wait_group 1 means "tile k"
     cp_async_wait<1>();  // this thread's copies of tile k are done...
     __syncthreads();     // ...and everyone else's
     compute_tile(s[k % 2], out + int64_t(t) * kTile);
-    __syncthreads();     // buffer k % 2 is the target of the copies issued at step k + 1
+    __syncthreads();  // buffer k % 2 is the target of the copies issued at step k + 1
   }
   cp_async_wait<0>();
 }
@@ -116,10 +123,13 @@ int main(int argc, char** argv) {
         for (int d = 0; d < kDegree; ++d) acc = acc * (0.125 * hx[i]) + 1.0;
         want[i] = acc * hx[base + kTile - 1 - j];
       }
-      check.expect_close(std::string(v.name) + " n=" + std::to_string(len), got.data(), want.data(), len, 2e-5, 1e-6);
+      check.expect_close(std::string(v.name) + " n=" + std::to_string(len), got.data(), want.data(), len,
+                         2e-5, 1e-6);
     }
-  const Timing t1 = time_launch([&] { tile_sync<<<grid, kThreads>>>(x.as<float>(), out.as<float>(), int(n / kTile)); });
-  const Timing t2 = time_launch([&] { tile_cp_async<<<grid, kThreads>>>(x.as<float>(), out.as<float>(), int(n / kTile)); });
+  const Timing t1 =
+      time_launch([&] { tile_sync<<<grid, kThreads>>>(x.as<float>(), out.as<float>(), int(n / kTile)); });
+  const Timing t2 =
+      time_launch([&] { tile_cp_async<<<grid, kThreads>>>(x.as<float>(), out.as<float>(), int(n / kTile)); });
   rep.bandwidth(kVersions[0].name, t1, 2.0 * bytes);
   rep.bandwidth(kVersions[1].name, t2, 2.0 * bytes);
   if (t1.ok && t2.ok) rep.value("cp.async speed-up over sync", t1.median_ms / t2.median_ms, "x");

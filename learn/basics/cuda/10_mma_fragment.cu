@@ -36,7 +36,9 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_r
 }
 __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(s));
 }
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
@@ -45,8 +47,12 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-__device__ __forceinline__ float lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r & 0xffff))); }
-__device__ __forceinline__ float hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r >> 16))); }
+__device__ __forceinline__ float lo(uint32_t r) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(r & 0xffff)));
+}
+__device__ __forceinline__ float hi(uint32_t r) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(r >> 16)));
+}
 
 // a_vals[lane][8], b_vals[lane][4], c_vals[lane][4]: what each lane's registers hold.
 __global__ void fragment_map(const __half* A, const __half* Bt, float* a_vals, float* b_vals, float* c_vals) {
@@ -99,7 +105,8 @@ int main(int argc, char** argv) {
       !bv.allocate(32 * 4 * 4) || !cv.allocate(32 * 4 * 4) || !sink.allocate(4))
     return 1;
   fragment_map<<<1, 32>>>(dA.as<__half>(), dB.as<__half>(), av.as<float>(), bv.as<float>(), cv.as<float>());
-  const std::vector<float> a = download_floats(av, 256), b = download_floats(bv, 128), c = download_floats(cv, 128);
+  const std::vector<float> a = download_floats(av, 256), b = download_floats(bv, 128),
+                           c = download_floats(cv, 128);
 
   int a_owner[16][16], c_owner[16][8], bad_a = 0, bad_b = 0, bad_c = 0;
   for (int lane = 0; lane < 32; ++lane) {
@@ -120,8 +127,10 @@ int main(int argc, char** argv) {
       c_owner[r][n] = lane;
     }
   }
-  check.expect("A fragment (ldmatrix.x4)", bad_a == 0, std::to_string(bad_a) + " of 256 halves off the formula");
-  check.expect("B fragment (ldmatrix.x2)", bad_b == 0, std::to_string(bad_b) + " of 128 halves off the formula");
+  check.expect("A fragment (ldmatrix.x4)", bad_a == 0,
+               std::to_string(bad_a) + " of 256 halves off the formula");
+  check.expect("B fragment (ldmatrix.x2)", bad_b == 0,
+               std::to_string(bad_b) + " of 128 halves off the formula");
   check.expect("C fragment = A B (mma.sync)", bad_c == 0, std::to_string(bad_c) + " of 128 floats off");
 
   std::printf("\nA (16 x 16): the lane that holds each element (register = 2 (col / 8) + (row / 8))\n");
@@ -138,7 +147,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) std::printf(" (%d,%d)", int(a[5 * 8 + i]) / 16, int(a[5 * 8 + i]) % 16);
   std::printf("\n\n");
 
-  const int iters = static_cast<int>(args.get_int("--iters", 4096)), blocks = num_sms() * 4, warps = blocks * 8;
+  const int iters = static_cast<int>(args.get_int("--iters", 4096)), blocks = num_sms() * 4,
+            warps = blocks * 8;
   const Timing t = time_launch([&] { mma_throughput<<<blocks, 256>>>(iters, sink.as<float>()); }, false);
   if (t.ok)
     rep.value("mma.sync m16n8k16 fp16->fp32 throughput",

@@ -42,7 +42,9 @@ Timing time_launch(F&& enqueue, bool flush_l2 = true) {
       nullptr, /*warmup=*/2, /*min_reps=*/5, /*max_reps=*/50, /*budget_ms=*/300.0, flush_l2);
 }
 
-inline double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
+inline double gbps(double bytes, double ms) {
+  return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0;
+}
 
 // Device-to-device cudaMemcpy of `bytes`: the bandwidth every copy-like kernel is compared with.
 // Counted as (bytes read + bytes written) / time, the same accounting as the kernels' lines.
@@ -109,7 +111,8 @@ class Check {
  public:
   // |got - want| <= atol + rtol * |want| everywhere, NaN never passes.
   template <typename G, typename W>
-  bool expect_close(const std::string& name, const G* got, const W* want, size_t n, double rtol, double atol) {
+  bool expect_close(const std::string& name, const G* got, const W* want, size_t n, double rtol,
+                    double atol) {
     size_t bad = 0, first = n;
     double worst = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -138,7 +141,9 @@ class Check {
       }
     return pass(name, "exact");
   }
-  bool expect(const std::string& name, bool ok, const std::string& why) { return ok ? pass(name, why) : fail(name, why); }
+  bool expect(const std::string& name, bool ok, const std::string& why) {
+    return ok ? pass(name, why) : fail(name, why);
+  }
 
   bool pass(const std::string& name, const std::string& detail) {
     std::printf("  validate %-40s ok (%s)\n", name.c_str(), detail.c_str());
@@ -162,7 +167,8 @@ class Check {
 // n random N(0, 1) floats on the device and their host copy (the CPU references' input).
 inline bool random_floats(DeviceBuffer& d, std::vector<float>& h, size_t n, uint64_t seed) {
   h.resize(n);
-  return d.allocate(n * sizeof(float)) && fill_random_device(d.get(), DType::kFloat32, static_cast<int64_t>(n), seed) &&
+  return d.allocate(n * sizeof(float)) &&
+         fill_random_device(d.get(), DType::kFloat32, static_cast<int64_t>(n), seed) &&
          LEARN_CHECK(cudaDeviceSynchronize()) && d.download(h.data(), n * sizeof(float));
 }
 
