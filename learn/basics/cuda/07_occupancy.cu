@@ -56,7 +56,6 @@ int main(int argc, char** argv) {
   const int64_t n = args.get_int("--n", int64_t(1) << 26);
   const size_t bytes = n * sizeof(float);
   const Report rep = Report::open("07_occupancy", bytes);
-  Check check;
 
   int dev = 0, smem_per_sm = 0, reserved = 0, max_threads_sm = 0;
   cudaGetDevice(&dev);
@@ -73,6 +72,7 @@ int main(int argc, char** argv) {
   for (int b : {1, 2, 4})
     configs.push_back({"copy_ilp4 block 256, smem for " + std::to_string(b) + "/SM", true, 256, b});
 
+  Check check;
   DeviceBuffer x, y;
   std::vector<float> hx;
   if (!random_floats(x, hx, n, fresh_seed()) || !y.allocate(bytes)) return 1;
