@@ -6,7 +6,16 @@
 # Needs nvcc, ncu, compute-sanitizer, python3 with torch + triton. No CMake, no network, no CUTLASS.
 # Every step has its own `timeout` and the whole run a deadline (BUDGET_S, default 420 s): a step
 # that fails or runs out of time is logged and the next one runs; steps left when the deadline has
-# passed are listed as skipped. Logs (< 30 files) and summary.md go to $OUT:
+# passed are listed as skipped. Every step writes its log into a temporary folder ($LOGS, from
+# mktemp -d); at the end $OUT gets exactly three files (the device tool returns at most 8 files a
+# call, and a run makes about 30):
+#
+#   summary.md       learn/basics/summarize.py over $LOGS (criteria, results table, checks, steps)
+#   steps.tsv        one line per step: name, rc, seconds, log file name
+#   logs.tar.xz      every log and side file below; read one with
+#                    tar -xJOf logs.tar.xz ./cuda_06_reduce.log   (or tar -xJf logs.tar.xz -C <dir>)
+#
+# The steps (file names inside logs.tar.xz in brackets):
 #
 #   A (timing: one thing on the GPU at a time)
 #     build            nvcc -arch=sm_90a each learn/basics/cuda/*.cu into $BIN (build.log)
@@ -22,15 +31,38 @@
 #   summary.md         learn/basics/summarize.py: every "result |" line, the issue-15 criteria, steps
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-OUT=${OUT:-out-basics}
+DEST=${OUT:-out-basics}
 BIN=${BIN:-build-basics}
 PY=${PYTHON:-python3}
 BUDGET_S=${BUDGET_S:-420}
-mkdir -p "$OUT" "$BIN"
+mkdir -p "$DEST" "$BIN"
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/basics-logs.XXXXXX")
+# the steps write into $LOGS: ir_stages.py and ncu_vs_sim.py put their side files under $OUT
+OUT=$LOGS
 export OUT PYTHONUNBUFFERED=1
 T0=$(date +%s)
-STEPS="$OUT/steps.tsv"
+STEPS="$LOGS/steps.tsv"
 : >"$STEPS"
+
+# finish: summary.md, then $OUT gets summary.md, steps.tsv and one archive of all of $LOGS (summary
+# and steps included). Runs once: at the end, or from the EXIT trap when an outer timeout or ^C
+# stops the run early (after the step then running ends), so the logs so far still come back.
+finished=0
+finish() {
+  [ "$finished" = 1 ] && return
+  finished=1
+  "$PY" learn/basics/summarize.py "$LOGS" | tee "$LOGS/summary.md"
+  echo "total $(($(date +%s) - T0)) s"
+  cp "$LOGS/summary.md" "$LOGS/steps.tsv" "$DEST/"
+  if tar -cJf "$DEST/logs.tar.xz" -C "$LOGS" .; then
+    rm -rf "$LOGS"
+    echo "wrote $DEST/summary.md, $DEST/steps.tsv, $DEST/logs.tar.xz"
+  else
+    echo "tar -cJ failed: the logs stay in $LOGS"
+  fi
+}
+trap finish EXIT
+trap 'exit 143' TERM INT
 
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 # step <name> <limit s> <log> <command...>: runs with timeout min(limit, time left), records rc and seconds.
@@ -46,16 +78,16 @@ step() {
   fi
   [ "$limit" -gt "$remaining" ] && limit=$remaining
   t=$(date +%s)
-  timeout -k 5 "$limit" "$@" >>"$OUT/$log" 2>&1
+  timeout -k 5 "$limit" "$@" >>"$LOGS/$log" 2>&1
   rc=$?
   printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - t))" "$log" >>"$STEPS"
   echo "## $name rc=$rc ($(($(date +%s) - t)) s) -> $log"
 }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
-"$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$OUT/gpu.txt" 2>&1
-nvcc --version | tail -1 >>"$OUT/gpu.txt"
-cat "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$LOGS/gpu.txt" 2>&1
+"$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOGS/gpu.txt" 2>&1
+nvcc --version | tail -1 >>"$LOGS/gpu.txt"
+cat "$LOGS/gpu.txt"
 
 # ---- A. build (parallel nvcc, one binary per program), then the timed programs, one at a time
 build() {  # run under `timeout bash -c build`: exported below
@@ -85,7 +117,7 @@ done
 (
   step racecheck 60 racecheck.log compute-sanitizer --tool racecheck --racecheck-report hazard \
     "$BIN/03_sync_race" --racecheck-only --blocks 4
-  step ncu_vs_sim 240 ncu_vs_sim.log "$PY" learn/basics/ncu_vs_sim.py --bin "$BIN" --out "$OUT"
+  step ncu_vs_sim 240 ncu_vs_sim.log "$PY" learn/basics/ncu_vs_sim.py --bin "$BIN" --out "$LOGS"
 ) &
 lane1=$!
 (
@@ -95,5 +127,4 @@ lane1=$!
 lane2=$!
 wait "$lane1" "$lane2"
 
-"$PY" learn/basics/summarize.py "$OUT" | tee "$OUT/summary.md"
-echo "total $(($(date +%s) - T0)) s"
+finish  # also the EXIT trap's work when the run is cut short: $OUT gets what there is

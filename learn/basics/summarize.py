@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """learn/basics/summarize.py — the markdown summary of a learn/basics/run_gpu.sh run.
 
-    python learn/basics/summarize.py <OUT>      prints summary.md's text
+    python learn/basics/summarize.py <LOGDIR>   prints summary.md's text
 
-Reads <OUT>/steps.tsv (name, rc, seconds, log), every "result | program | case | value | unit |
+<LOGDIR> is the folder of the run's logs: run_gpu.sh passes its temporary log folder (then packs it
+into $OUT/logs.tar.xz); to redo a summary later, unpack that archive and pass its folder. Reads
+<LOGDIR>/steps.tsv (name, rc, seconds, log), gpu.txt, every "result | program | case | value | unit |
 note" line of the logs (the CUDA and Triton basics print them), ncu_vs_sim.md and the checker's
 summary lines, and states issue 15's measurable criteria: copy basics >= 80 % of the
 device-to-device copy, reduction >= 70 %, Triton matmul >= 0.7x torch.matmul (fp16 4096^3), and

@@ -3,6 +3,8 @@
 * ncu_vs_sim.py --sim-only: the simulator's side of the simulator-vs-ncu comparison, run on the
   exercises' own files (NumPy only): 4 vs 32 sectors per warp request, 32-way vs 1-way.
 * summarize.py on a made-up run folder: the criteria and the tables are produced.
+* run_gpu.sh with no time budget (every step skipped): $OUT ends with summary.md, steps.tsv and
+  logs.tar.xz only (the device tool returns at most 8 files a call).
 * every Triton-basics program with --small in Triton's interpreter (skipped without torch and
   triton; a couple of seconds each). The GPU runs are learn/basics/run_gpu.sh's.
 """
@@ -47,6 +49,26 @@ def test_summary_of_a_run(tmp_path):
     assert "| reduction >= 70 % of copy (06_reduce v3) | 95 % (met" in r.stdout
     assert "0.65x (NOT met" in r.stdout
     assert "| cuda_01_indexing | 124 (timeout) |" in r.stdout
+
+
+def test_run_gpu_writes_three_files(tmp_path):
+    import shutil
+    import tarfile
+
+    if shutil.which("tar") is None:
+        pytest.skip("no tar")
+    out = tmp_path / "out"
+    env = dict(os.environ, OUT=str(out), BIN=str(tmp_path / "bin"), BUDGET_S="0", PYTHON=sys.executable,
+               TMPDIR=str(tmp_path))
+    r = subprocess.run(["bash", str(BASICS / "run_gpu.sh")], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["logs.tar.xz", "steps.tsv", "summary.md"]
+    with tarfile.open(out / "logs.tar.xz") as tar:
+        names = {Path(n).name for n in tar.getnames()}
+    assert {"steps.tsv", "summary.md", "gpu.txt"} <= names
+    assert "| build | skipped |" in (out / "summary.md").read_text()
+    assert not list(tmp_path.glob("basics-logs.*"))  # the temporary folder is removed
 
 
 @pytest.mark.parametrize("program", TRITON_PROGRAMS)

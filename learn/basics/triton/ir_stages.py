@@ -14,7 +14,7 @@ A launch returns the compiled kernel; its .asm dict holds every stage:
 
 The vector-add kernel (triton/vector_add's solution) and the matmul's tl.dot (matmul.py, one fixed
 config) are compiled; the first lines of each stage are printed and all stages saved under $OUT
-(ir_<kernel>.txt, one section per stage), with a few lines that show the lesson grepped out (layouts, wgmma, cp.async).
+(run_gpu.sh: inside $OUT/logs.tar.xz) (ir_<kernel>.txt, one section per stage), with a few lines that show the lesson grepped out (layouts, wgmma, cp.async).
 
     python learn/basics/triton/ir_stages.py        (needs a GPU: the interpreter compiles nothing)
 """
