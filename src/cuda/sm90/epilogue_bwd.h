@@ -71,6 +71,18 @@ CUTE_DEVICE void store_dq_smem(Acc const& acc_dq, float* buf, int wtid) {
   }
 }
 
+// buf = (load ? buf : 0) + acc_dq in the same order (the non-split dQ: warpgroup 1's partial sum
+// onto warpgroup 0's).
+template <typename Traits, typename Acc>
+CUTE_DEVICE void add_dq_smem(Acc const& acc_dq, float* buf, int wtid, bool load) {
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc_dq); i += DqAccumOrder::kVec) {
+    float4* p = reinterpret_cast<float4*>(buf + DqAccumOrder::index(i, wtid));
+    const float4 v = load ? *p : make_float4(0.f, 0.f, 0.f, 0.f);
+    *p = make_float4(v.x + acc_dq(i), v.y + acc_dq(i + 1), v.z + acc_dq(i + 2), v.w + acc_dq(i + 3));
+  }
+}
+
 // The bulk-copy PTX the pinned CUTLASS lacks (its SM90_BULK_REDUCE_ADD is not in 4.2's headers):
 // dst (global) += src (shared::cta), `bytes` a multiple of 16, both 16-byte aligned, element-wise
 // atomic; tracked by the issuing thread's bulk async-group (cute::tma_store_arrive commits it).
@@ -87,11 +99,10 @@ CUTE_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.gl
 
 // The deterministic mode's order of the adds to one dq_accum tile (docs/design/sm90-backward.md §5).
 // The tile's int semaphore (common::dq_semaphore_index, zeroed by the prologue) counts warpgroup
-// contributions already added. A warpgroup's buffer whose turn is `target` waits (the writer's
-// lane 0 spins on an acquire load) until the count reaches it, is added, and advances the count
-// by one (release). The count only grows, so "reached" is >=: with the split dQ (disjoint slabs)
-// both warpgroups of a CTA share one turn 2r; otherwise (one slab) warpgroup 1 comes after
-// warpgroup 0 (2r, 2r + 1). Either way the count reaches 2r + 2 only once both of rank r added.
+// slabs already added. The writer's lane 0 spins on an acquire load until the count reaches the
+// CTA's turn, adds each slab, and advances the count by one per slab (release). The count only
+// grows, so "reached" is >=: the kSlabs slabs of a CTA (disjoint columns) share one turn
+// kSlabs · r, and the count reaches kSlabs · (r + 1) only once all of rank r were added.
 struct DqSemaphore {
   CUTE_DEVICE static int load_acquire(const int* sem) {
     int v;
@@ -103,10 +114,10 @@ struct DqSemaphore {
   CUTE_DEVICE static void advance_release(int* sem) {
     asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(sem) : "memory");
   }
-  // The turn of consumer warpgroup wg of the CTA whose rank among the tile's key blocks is `rank`.
-  template <bool kSplit>
-  CUTE_DEVICE static int turn(int rank, int wg) {
-    return kSplit ? 2 * rank : 2 * rank + wg;
+  // The turn of the CTA whose rank among the tile's key blocks is `rank`.
+  template <int kSlabs>
+  CUTE_DEVICE static int turn(int rank) {
+    return kSlabs * rank;
   }
 };
 

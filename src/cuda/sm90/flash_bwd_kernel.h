@@ -9,8 +9,8 @@
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
 //                                     LSE·log2 e, D (a row_stats bulk copy), 2 stages
-//   warpgroup 0, warp 1               dQ writer: per query block, each consumer warpgroup's dQ
-//                                     buffer -> dq_accum[m] by one bulk reduce-add (write_dq)
+//   warpgroup 0, warp 1               dQ writer: per query block, each dQ slab's shared buffer
+//                                     -> dq_accum[m] by one bulk reduce-add (write_dq)
 //   warpgroups 1, 2 (64 keys each)    consumers, per query block m of QueryBlockRange:
 //     issue Sᵀ = K_w·Qᵀ, dPᵀ = V_w·dOᵀ; wait        (SS, both in flight together)
 //     Pᵀ, dSᵀ = variant(Sᵀ, dPᵀ, LSE, D)            ScoreVariant::p_and_ds_transposed
@@ -21,8 +21,9 @@
 //                                                   waits while they run
 //     wait
 //     issue dQ (SS: bwd_kernel_traits.h, split or per warpgroup); wait dK; release Q(m), dO(m)
-//     wait dQ; dQ -> the warpgroup's shared buffer  once the writer read the previous block's
-//                                                   (named barriers kDqFull / kDqEmpty)
+//     wait dQ; dQ -> shared (hand_over_dq)          once the writer read the previous block's
+//                                                   (named barriers kDqFull / kDqEmpty; non-split:
+//                                                   warpgroup 2 adds its sum onto warpgroup 1's)
 //   then dK · scale, dV -> global (epilogue_bwd.h).
 // With the split dQ a warpgroup reads the other's dS: dS is double-buffered by query block, and
 // the barrier of block m + 1 (which both warpgroups reach only after their block-m products
@@ -43,11 +44,10 @@
 //     (short CTAs) start at late m, where they are the first adders; each CTA then finds its turn
 //     already reached and does not wait (FA3: reversed rank and shortest-first). Ascending, every
 //     CTA would trail its lower neighbour block by block (half again the critical path).
-//   - per query block and consumer warpgroup, the writer warp waits for the buffer's turn on the
-//     tile's semaphore, adds it, waits for the add to complete, advances the semaphore
-//     (write_dq, epilogue_bwd.h's DqSemaphore; split dQ: both warpgroups share a turn, as they
-//     add to disjoint slabs; otherwise warpgroup 0's buffer is added before warpgroup 1's). The
-//     consumers wait only when the writer still holds their buffer.
+//   - per query block, the writer warp waits for the CTA's turn on the tile's semaphore, adds
+//     each slab, waits for the adds to complete, advances the semaphore (write_dq, epilogue_bwd.h's
+//     DqSemaphore). The two warpgroups' partial sums (non-split dQ) are summed in shared memory in
+//     a fixed order first. The consumers wait only when the writer still holds their buffer.
 //   - GQA dK, dV: kPartial (plain stores into the query head's slice, summed in head order).
 #pragma once
 
@@ -143,15 +143,18 @@ struct FlashBwdKernel {
 
   // The dQ hand-over's named barriers: a consumer warpgroup and the writer warp.
   static constexpr int kDqSyncThreads = cutlass::NumThreadsPerWarpGroup + cutlass::NumThreadsPerWarp;
+  static constexpr int kDqSlabs = Traits::kDqSlabs;  // split dQ: one slab per warpgroup; else one
 
-  // Warp 1 of the producer warpgroup: per query block, each consumer warpgroup's dQ buffer -> the
-  // block's dq_accum tile by one bulk reduce-add (lane 0 issues; the TMA unit adds), then the
-  // buffers are released once read. The consumers no longer spend registers and issue slots on
-  // 64 × kDqCols / 4 red.global.add.v4 per warpgroup and block. kDeterministic: each add waits for
-  // its turn on the tile's semaphore and completes before the semaphore advances.
+  // Warp 1 of the producer warpgroup: per query block, each dQ slab's shared buffer -> the block's
+  // dq_accum tile by one bulk reduce-add (lane 0 issues; the TMA unit adds), then the buffers are
+  // released once read. With the split dQ warpgroup w fills slab w; otherwise both warpgroups'
+  // partial sums are added in shared memory first (warpgroup 0 stores, warpgroup 1 adds its own:
+  // consume()), so each query block costs one 64 × D reduction in L2, not two. The consumers no
+  // longer spend registers and issue slots on red.global.add. kDeterministic: each slab waits
+  // for its turn on the tile's semaphore and completes before the semaphore advances.
   // Recomputes its tile and range from blockIdx rather than taking them: what stays live across
-  // the role split must fit the producer warpgroup's 24 registers (the kGeneral kernels spilled
-  // 4 bytes when the tile and the range were passed).
+  // the role split must fit the producer warpgroup's registers (the kGeneral kernels spilled 4
+  // bytes at 24 registers when the tile and the range were passed).
   __device__ void write_dq(const Params& params, SharedStorage& smem) const {
     int n_block = 0;
     common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
@@ -162,34 +165,33 @@ struct FlashBwdKernel {
     constexpr uint32_t kSlabBytes = kSlabFloats * sizeof(float);
     const bool leader = cute::elect_one_sync();
     // dq_accum's tiles of one (sequence, head) are evenly spaced in m_block (bwd_workspace.h):
-    // a pointer and a stride keep the loop within the producer warpgroup's 24 registers.
+    // a pointer and a stride keep the loop within the producer warpgroup's registers.
     const int64_t tile_stride = int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim;
     float* tile_dq = params.grad.dq_accum + common::dq_accum_tile_offset(batch, m_min, head, params.scheduler.seqlen_q,
                                                                          params.scheduler.heads_q, kBlockM, kHeadDim);
     CUTE_NO_UNROLL
     for (int m_block = m_min; m_block < m_max; ++m_block, tile_dq += tile_stride) {
       CUTE_UNROLL
-      for (int w = 0; w < Traits::kMmaWarpGroups; ++w) {
-        named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, w));
+      for (int h = 0; h < kDqSlabs; ++h) {
+        named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, h));
         if (leader) {
-          float* const dst = tile_dq + (Traits::kDqSplit ? w : 0) * kSlabFloats;
+          float* const dst = tile_dq + h * kSlabFloats;
           if constexpr (kDeterministic) {
             tile.m_block = m_block;
             const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
             int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(batch, m_block, head,
                                                                              params.scheduler.seqlen_q,
                                                                              params.scheduler.heads_q, kBlockM);
-            const int turn = DqSemaphore::turn<Traits::kDqSplit>(rank, w);
-            while (DqSemaphore::load_acquire(sem) < turn) {
+            while (DqSemaphore::load_acquire(sem) < DqSemaphore::turn<kDqSlabs>(rank)) {
             }
             fence_proxy_async_global();  // the earlier turns' adds before this one
-            bulk_reduce_add_f32(dst, smem.dq.data() + w * kSlabFloats, kSlabBytes);
+            bulk_reduce_add_f32(dst, smem.dq.data() + h * kSlabFloats, kSlabBytes);
             tma_store_arrive();
             bulk_wait_complete();
             fence_proxy_async_global();
             DqSemaphore::advance_release(sem);
           } else {
-            bulk_reduce_add_f32(dst, smem.dq.data() + w * kSlabFloats, kSlabBytes);
+            bulk_reduce_add_f32(dst, smem.dq.data() + h * kSlabFloats, kSlabBytes);
             tma_store_arrive();
           }
         }
@@ -197,13 +199,43 @@ struct FlashBwdKernel {
       }
       if (leader) tma_store_wait<0>();  // the buffers were read
       __syncwarp();
-      if (m_block + 1 < m_max) {  // the consumers wait for these before their next store
+      if (m_block + 1 < m_max) {  // the storing warpgroups wait for these before their next store
         CUTE_UNROLL
-        for (int w = 0; w < Traits::kMmaWarpGroups; ++w)
-          named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, w));
+        for (int h = 0; h < kDqSlabs; ++h) named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, h));
       }
     }
     if (leader) bulk_wait_complete();
+  }
+
+  // dQ of one query block to the writer warp through shared memory (write_dq). Split dQ: each
+  // warpgroup stores its slab once the writer has read the previous block's. Otherwise warpgroup 0
+  // stores its partial sum, warpgroup 1 adds its own to it (same thread -> same elements,
+  // DqAccumOrder), then signals. Stores become visible to the bulk copy (async proxy) by a fence
+  // in the signalling threads.
+  template <typename Acc>
+  __device__ void hand_over_dq(SharedStorage& smem, Acc const& acc_dq, bool wait_empty, int wg, int wtid) const {
+    constexpr int kPairThreads = 2 * cutlass::NumThreadsPerWarpGroup;
+    if constexpr (Traits::kDqSplit) {
+      if (wait_empty) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
+      store_dq_smem<Traits>(acc_dq, smem.dq.data() + wg * Mainloop::kDqBufferFloats, wtid);
+      cutlass::arch::fence_view_async_shared();
+      named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
+    } else {
+      // One code path for both warpgroups (warpgroup 0 adds onto zeros): with two, ptxas kept
+      // the accumulator in different registers on each side and spilled (D 96, kGeneral).
+      if (wg == 0) {
+        if (wait_empty) named_barrier_sync(kDqSyncThreads, BwdBarrier::kDqEmptyWG1);
+      } else {
+        named_barrier_sync(kPairThreads, BwdBarrier::kDqPartial);
+      }
+      add_dq_smem<Traits>(acc_dq, smem.dq.data(), wtid, /*load=*/wg != 0);
+      if (wg == 0) {
+        named_barrier_arrive(kPairThreads, BwdBarrier::kDqPartial);
+      } else {
+        cutlass::arch::fence_view_async_shared();
+        named_barrier_arrive(kDqSyncThreads, BwdBarrier::kDqFullWG1);
+      }
+    }
   }
 
   __device__ void consume(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
@@ -279,17 +311,15 @@ struct FlashBwdKernel {
         Tensor acc_dq =
             partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
         mainloop.issue_dq(ds_stage, acc_dq);
-        warpgroup_wait<1>();               // dK retired
-        pipeline.consumer_release(state);  // Q(m), dO(m) read
+        warpgroup_wait<1>();  // dK retired
+        // Every warp of the warpgroup has read this stage's LSE and D (their shared-memory loads
+        // fed Pᵀ and dSᵀ) before thread 0 releases the stage to the producer, whose next bulk copy
+        // overwrites them: a barrier makes that explicit (racecheck reports it otherwise).
+        named_barrier_sync(cutlass::NumThreadsPerWarpGroup, offset(BwdBarrier::kDsWG1, wg));
+        pipeline.consumer_release(state);  // Q(m), dO(m), LSE, D read
         ++state;
         warpgroup_wait<0>();  // dQ
-        // To the writer warp through the warpgroup's shared buffer: wait until the writer's bulk
-        // reduce has read the previous block's, store, make the stores visible to the async proxy,
-        // signal.
-        if (m_block > range.m_min) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
-        store_dq_smem<Traits>(acc_dq, smem.dq.data() + wg * Mainloop::kDqBufferFloats, wtid);
-        cutlass::arch::fence_view_async_shared();
-        named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
+        hand_over_dq(smem, acc_dq, m_block > range.m_min, wg, wtid);
       }
     }
     store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,

@@ -67,9 +67,9 @@ struct MainloopBwd {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutdSt>, 1024> ds;  // dSᵀ (BLK_N, BLK_M, DS_STAGES)
     // Per stage: the query block's LSE · log2(e) and D (one row_stats tile, with Q and dO).
     array_aligned<float, kStatsFloats * kStages, 128> stats;
-    // Per consumer warpgroup: its dQ contribution of one query block (64 × kDqCols fp32, in
-    // DqAccumOrder), handed to the writer warp (epilogue_bwd.h).
-    array_aligned<float, kDqBufferFloats * Traits::kMmaWarpGroups, 128> dq;
+    // Per dQ slab: the CTA's contribution of one query block (64 × kDqCols fp32, in DqAccumOrder),
+    // handed to the writer warp (flash_bwd_kernel.h, write_dq).
+    array_aligned<float, kDqBufferFloats * Traits::kDqSlabs, 128> dq;
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
   };

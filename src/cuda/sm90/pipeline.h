@@ -68,13 +68,15 @@ enum class FwdBarrier : uint32_t {
 
 // Named barriers of the backward (flash_bwd_kernel.h).
 enum class BwdBarrier : uint32_t {
-  kDsWG1 = 0,    // warpgroup 1's four warps wrote dSᵀ to shared memory: its dQ wgmma may read it
+  kDsWG1 = 0,    // warpgroup 1's four warps wrote dSᵀ to shared memory: its dQ wgmma may read it;
+                 // later in the block: they read the stage's LSE and D (before its release)
   kDsWG2 = 1,
   kDsAll = 2,    // both warpgroups wrote theirs (the split dQ reads all 128 keys' dS)
-  kDqFullWG1 = 3,   // warpgroup 1 stored its dQ in its shared buffer: the writer warp may add it
-  kDqFullWG2 = 4,
-  kDqEmptyWG1 = 5,  // the writer's bulk reduce read warpgroup 1's buffer: it may be overwritten
+  kDqFullWG1 = 3,   // dQ slab 0 is in its shared buffer: the writer warp may add it
+  kDqFullWG2 = 4,   //   ... slab 1 (split dQ)
+  kDqEmptyWG1 = 5,  // the writer's bulk reduce read slab 0's buffer: it may be overwritten
   kDqEmptyWG2 = 6,
+  kDqPartial = 7,   // non-split dQ: warpgroup 1's partial sum stored; warpgroup 2 may add its own
 };
 
 template <typename Id>
