@@ -101,8 +101,9 @@ print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
 }
 if has python; then
   py_setup && (cd /tmp && timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
-    "$OLDPWD/python/tests/test_flash_attn.py" > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
-  grep -E "^FAILED|passed|failed|rc " "$OUT/torch_tests.txt" | tail -12
+    "$OLDPWD/python/tests/test_flash_attn.py" "$OLDPWD/python/tests/test_torch_kvcache.py" \
+    "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
+  grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14
 fi
 if has grid; then
   py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes ${GRID_PASSES:-fwd} \
