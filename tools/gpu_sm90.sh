@@ -15,6 +15,8 @@
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
 #     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
+#     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU,
+#               FLASHLAB_RING_BENCH=1 timing) and test_distributed.py (gloo) -> $OUT/ring.txt
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
@@ -104,6 +106,14 @@ if has python; then
     "$OLDPWD/python/tests/test_flash_attn.py" "$OLDPWD/python/tests/test_torch_kvcache.py" \
     "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
   grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14
+fi
+if has ring; then
+  # Ring attention over NCCL on every GPU of the machine (python/tests/test_distributed_nccl.py),
+  # with its timing (FLASHLAB_RING_BENCH=1), and the gloo tests.
+  py_setup && (cd /tmp && FLASHLAB_RING_BENCH=1 timeout ${RING_TIMEOUT:-300} python3 -m pytest -q -rfs -s \
+    "$OLDPWD/python/tests/test_distributed_nccl.py" "$OLDPWD/python/tests/test_distributed.py" > "$OUT/ring.txt" 2>&1
+    echo "ring rc $?" >> "$OUT/ring.txt")
+  grep -E "ring bench|passed|failed|rc |FAILED|rank " "$OUT/ring.txt" | tail -20
 fi
 if has grid; then
   py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes ${GRID_PASSES:-fwd} \
