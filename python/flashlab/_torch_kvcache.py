@@ -249,9 +249,12 @@ class KVCacheDecoder:
     on the device, and never synchronizes, so a ``torch.cuda.graph`` can capture it; each run
     overwrites the same ``out``/``lse`` (clone them to keep a result). On the CPU it just runs.
 
-    Status: graph capture has not been tested on a GPU yet (the CPU tests check that ``run()`` is
-    deterministic and allocation-free in Python; the library's CUDA decode path itself launches on
-    the given stream without host synchronization).
+    Status: graph capture verified on an H100 (2026-11-24, python/tests/test_torch_kvcache_cuda.py):
+    ``run()`` captured in ``torch.cuda.graph`` replays bit for bit equal to eager (contiguous cache
+    and page 16), also after ``q`` and ``cache_seqlens`` are changed on the device. B 8, GQA 32/8,
+    hdim 128, capacity 4096: contiguous eager 58.1 us, replay 43.8 us; page 16 eager 438.2 us,
+    replay 69.9 us (the eager paged call's ~370 us of host-side overhead is not investigated yet).
+    On the CPU the tests check that ``run()`` is deterministic and allocation-free in Python.
     """
 
     def __init__(self):

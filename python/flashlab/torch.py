@@ -35,8 +35,8 @@ Inference against a K/V cache (docs/kvcache.md), in _torch_kvcache.py with the s
 (k_cache / v_cache declared mutated: the in-place append) and ``flashlab::kvcache_combine``, and
 ``KVCacheDecoder``: ``plan()`` sizes and allocates the workspace and outputs on the host, ``run()``
 calls ``flashlab::kvcache_attention_out`` into them, allocating nothing and never synchronizing, so
-that a CUDA graph can capture it (not yet tested on a GPU). CPU tensors run; on CUDA the C++
-library decides (what it refuses raises ``UnsupportedError``).
+that a CUDA graph can capture it (verified on an H100: the replay equals eager bit for bit). CPU
+tensors run; on CUDA the C++ library decides (what it refuses raises ``UnsupportedError``).
 docs/python.md has the rest.
 """
 
