@@ -7,7 +7,7 @@
     out.sum().backward()                                    # dq, dk, dv of this rank's shard
 
 K/V blocks travel around the ring of ranks (rank r receives from r - 1 and sends to r + 1). While a
-block is computed the next one is already on its way (``dist.isend`` / ``dist.irecv``); each block
+block is computed the next one is already on its way (``dist.batch_isend_irecv``); each block
 gives a partial (out_i, lse_i) through ``flashlab::fwd``, merged exactly through the log-sum-exp
 (``merge_partial``). The backward is the ring backward: per block pair ``flashlab::bwd`` with the
 merged (global) out and lse gives exact dq contributions (summed here) and dk/dv contributions for
@@ -105,12 +105,14 @@ class _Ring:
         previous one; returns (buffers, requests): wait on the requests before reading buffers."""
         tensors = [t.contiguous() for t in tensors]  # gloo and NCCL send dense tensors
         bufs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
-        reqs = []
+        ops = []
         for i, (t, b) in enumerate(zip(tensors, bufs)):
-            # Receive first, then send: with 2 ranks next == prev and both directions are posted.
-            reqs.append(dist.irecv(b, src=self.prev, group=self.group, tag=tag + i))
-            reqs.append(dist.isend(t, dst=self.next, group=self.group, tag=tag + i))
-        return bufs, reqs
+            ops.append(dist.P2POp(dist.irecv, b, self.prev, self.group, tag + i))
+            ops.append(dist.P2POp(dist.isend, t, self.next, self.group, tag + i))
+        # One batch (NCCL: one ncclGroupStart/End): posted one by one, every rank's first receive
+        # waits for a send that its peer queued behind its own first receive on NCCL's stream (a
+        # deadlock; gloo's point-to-point does not queue, so the CPU tests could not show it).
+        return bufs, dist.batch_isend_irecv(ops)
 
 
 def _wait(reqs):
@@ -259,7 +261,8 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
         ``out`` (like q: this rank's rows of the full attention), or ``(out, lse)``.
         Differentiable in q, k, v (the ring backward).
 
-    Every rank must call it (collective); gloo on CPU is what has been tested.
+    Every rank must call it (collective). Tested with gloo on CPU (CI); NCCL on GPUs:
+    python/tests/test_distributed_nccl.py (not yet passing on a GPU machine: see docs/distributed.md).
     """
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("ring_attention needs an initialized torch.distributed process group")
