@@ -14,9 +14,10 @@
 //   FLASHLAB_KV_SWEEP=N (default 300) attention cases, FLASHLAB_KV_APPEND_SWEEP=N (default 200)
 //   append cases, FLASHLAB_KV_COMBINE_SWEEP=N (default 100) combine cases; FLASHLAB_KV_SEED.
 //   FLASHLAB_DECODE_KERNEL=tile (default) | v5: the kernel the sweep runs (src/cuda/decode/decode.h).
-//   FLASHLAB_KV_BENCH=1: the Bandwidth test (both kernels per cache length), AppendBandwidth (the
-//   append against cudaMemcpy) and FusedDecodeBandwidth (a decode step with and without the fused
-//   append + rotary).
+//   FLASHLAB_KV_BENCH=1: the Bandwidth test (both kernels at issue 14's shapes: contiguous, paged
+//   16 and 1, B 1 at 128k, B 64, speculative; FLASHLAB_KV_BENCH_ONLY=N one of them), AppendBandwidth
+//   (the append against cudaMemcpy) and FusedDecodeBandwidth (a decode step with and without the
+//   fused append + rotary).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -317,36 +318,51 @@ TEST(CudaKvCache, SweepAgainstReference) {
               detail::decode_kernel_name(detail::decode_kernel()), ran, failed);
 }
 
-// FLASHLAB_KV_BENCH=1: decode bandwidth, the issue's shape (B 32, GQA 32/8, hdim 128, bf16,
-// contiguous cache, one query), median of 20 timed calls: TB/s of K and V bytes read once; each
-// cache length under both kernels (v5, then tile: set_decode_kernel, same buffers and workspace),
-// and the tile kernel's output compared with v5's (max |difference|). The environment's choice
-// is restored at the end. FLASHLAB_KV_BENCH_PAGE=N: a paged cache instead (page size N, a
-// divisor of 1024; NHD, pages in order).
+// FLASHLAB_KV_BENCH=1: decode bandwidth at issue 14's shapes, bf16, hdim 128, median of 20 timed
+// calls, TB/s of K and V bytes read once. Each scenario runs under both kernels (v5, then tile:
+// set_decode_kernel, same buffers and workspace), and the tile kernel's output is compared with
+// v5's (max |difference|); the environment's choice is restored at the end.
+//   B 32, GQA 32/8, one query, contiguous, L 1k / 4k / 16k / 64k  (the issue's table)
+//   the same at L 4k / 64k on a paged cache, pages of 16 and of 1 (NHD, pages shuffled)
+//   B 1, GQA 32/8, L 128k (split-KV);  B 64, GQA 32/4, L 1k
+//   seqlen_q 4 and 8 (speculative, causal bottom-right), B 32, GQA 64/8, L 8k
+// FLASHLAB_KV_BENCH_ONLY=N runs scenario N alone (0-based, in the order above).
+struct BenchScenario {
+  int64_t B, hq, hk, L, sq, page;
+};
 TEST(CudaKvCache, Bandwidth) {
   if (!have_gpu() || env_int("FLASHLAB_KV_BENCH", 0) == 0) GTEST_SKIP() << "FLASHLAB_KV_BENCH=1 and a GPU";
   const detail::DecodeKernel env_kernel = detail::decode_kernel();
-  for (int64_t L : {1024, 4096, 16384, 65536}) {
-    const int64_t B = 32, hq = 32, hk = 8, d = 128;
+  const std::vector<BenchScenario> scenarios = {
+      {32, 32, 8, 1024, 1, 0},  {32, 32, 8, 4096, 1, 0},  {32, 32, 8, 16384, 1, 0}, {32, 32, 8, 65536, 1, 0},
+      {32, 32, 8, 4096, 1, 16}, {32, 32, 8, 65536, 1, 16}, {32, 32, 8, 4096, 1, 1},  {32, 32, 8, 65536, 1, 1},
+      {1, 32, 8, 131072, 1, 0}, {64, 32, 4, 1024, 1, 0},  {32, 64, 8, 8192, 4, 0},  {32, 64, 8, 8192, 8, 0}};
+  const int64_t only = env_int("FLASHLAB_KV_BENCH_ONLY", -1);
+  for (size_t si = 0; si < scenarios.size(); ++si) {
+    if (only >= 0 && int64_t(si) != only) continue;
+    const BenchScenario sc = scenarios[si];
+    const int64_t B = sc.B, hq = sc.hq, hk = sc.hk, d = 128, L = sc.L, sq = sc.sq, page = sc.page;
     KvCacheParams p;
     p.device = Device::kCUDA;
     p.impl = Impl::kCudaSm80;
     p.dtype = p.cache_dtype = DType::kBFloat16;
     p.batch = B;
-    p.seqlen_q = 1;
+    p.seqlen_q = sq;
     p.heads_q = hq;
     p.heads_kv = hk;
     p.head_dim = d;
     p.softmax_scale = 0.088f;
-    std::vector<uint16_t> q(B * hq * d, 0x3f80), kv(B * L * hk * d, 0x3c00);
+    p.causal = sq > 1;  // speculative steps: bottom-right causal against the cache
+    std::vector<uint16_t> q(B * sq * hq * d, 0x3f80), kv(B * L * hk * d, 0x3c00);
     std::vector<int32_t> lens(B, static_cast<int32_t>(L));
     Dev<uint16_t> dq(q), dout(q), dk(kv), dv(kv);
     Dev<int32_t> dlens(lens);
-    p.q = contiguous(dq.ptr, 1, hq, d);
-    p.out = contiguous(static_cast<void*>(dout.ptr), 1, hq, d);
-    const int64_t page = env_int("FLASHLAB_KV_BENCH_PAGE", 0);
+    p.q = contiguous(dq.ptr, sq, hq, d);
+    p.out = contiguous(static_cast<void*>(dout.ptr), sq, hq, d);
     std::vector<int32_t> table;
     for (int64_t i = 0; page > 0 && i < B * L / page; ++i) table.push_back(static_cast<int32_t>(i));
+    std::mt19937 shuffle_rng(7);
+    std::shuffle(table.begin(), table.end(), shuffle_rng);  // neighbouring pages far apart
     Dev<int32_t> dtable(table);
     if (page > 0) {
       p.k_cache = paged_cache(static_cast<void*>(dk.ptr), KvLayout::kNHD, page, hk, d);
@@ -379,7 +395,8 @@ TEST(CudaKvCache, Bandwidth) {
       std::vector<float> ms;
       for (int r = 0; r < 25; ++r) {
         cudaEventRecord(a);
-        ASSERT_TRUE(attention_with_kvcache(p).ok());
+        const Status st = attention_with_kvcache(p);
+        ASSERT_TRUE(st.ok()) << st.to_string();
         cudaEventRecord(z);
         cudaEventSynchronize(z);
         float t = 0;
@@ -400,14 +417,14 @@ TEST(CudaKvCache, Bandwidth) {
       }
       std::sort(ms.begin(), ms.end());
       const double bytes = 2.0 * B * L * hk * d * 2;
-      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld page %lld: %.3f ms, %.2f TB/s "
+      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld sq %lld page %lld: %.3f ms, %.2f TB/s "
                   "(workspace %lld B)",
                   detail::decode_kernel_name(kernel), (long long)B, (long long)hq, (long long)hk,
-                  (long long)d, (long long)L, (long long)page, ms[ms.size() / 2],
+                  (long long)d, (long long)L, (long long)sq, (long long)page, ms[ms.size() / 2],
                   bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, (long long)ws);
       if (kernel == detail::DecodeKernel::kTile) std::printf(", max |tile - v5| %.3g", diff);
       std::printf("\n");
-      EXPECT_LE(diff, 1e-2) << "L " << L << ": the tile kernel's output differs from v5's";
+      EXPECT_LE(diff, 1e-2) << "scenario " << si << ": the tile kernel's output differs from v5's";
     }
     detail::set_decode_kernel(env_kernel);
     cudaEventDestroy(a);
