@@ -18,6 +18,7 @@
 #include <random>
 
 #include "cli/bench_setup.h"
+#include "cli/decode_runner.h"
 #include "cli/progress.h"
 #include "testing/problem.h"
 
@@ -178,6 +179,20 @@ struct DecodeProblem {
     out.fill_nan();
     std::fill(lse.begin(), lse.end(), std::nanf(""));
   }
+
+  // The buffers and their sizes, for a device runner to mirror (decode_runner.h).
+  DecodeHostView host_view(const BenchOptions& o, Impl impl, int threads) {
+    DecodeHostView v;
+    v.params = params(o, impl, threads);
+    v.q_bytes = q.bytes.size();
+    v.out_bytes = out.bytes.size();
+    v.k_bytes = k_cache.bytes.size();
+    v.v_bytes = v_cache.bytes.size();
+    v.lse_count = lse.size();
+    v.seqlens_count = cache_seqlens.size();
+    v.table_count = block_table.size();
+    return v;
+  }
 };
 
 // The oracle: attention_forward (impl reference, float64 inside) on the cached keys gathered into
@@ -223,8 +238,9 @@ Status run_oracle(const BenchOptions& o, const DecodeProblem& pb, int threads, t
   return attention_forward(f);
 }
 
-// The implementations to run: those named with --impl, or every available CPU one. Decode mode
-// runs on the host only for now: a CUDA implementation named with --impl is refused.
+// The implementations to run: those named with --impl, or every available CPU one and, on a GPU,
+// cuda_sm80 (the CUDA KV-cache kernels: cuda_sm90 names the same kernels, so the default run does
+// not time them twice). A CUDA build without a GPU lists no CUDA implementation as available.
 Status select_decode_impls(const BenchOptions& o, DecodeReport* r, std::vector<ImplInfo>* out) {
   const std::vector<ImplInfo> all = list_implementations();
   out->clear();
@@ -233,12 +249,20 @@ Status select_decode_impls(const BenchOptions& o, DecodeReport* r, std::vector<I
     const bool named = std::find(o.impls.begin(), o.impls.end(), info.impl) != o.impls.end();
     if (o.impls_explicit ? !named : info.experimental) continue;
     if (info.device != Device::kCPU) {
-      if (o.impls_explicit)
-        return Status::Unsupported(std::string("--impl ") + info.name +
-                                   ": decode mode runs on the cpu implementations for now");
-      r->notes.push_back(std::string("not run: ") + info.name +
-                         " (decode mode runs on the cpu implementations for now)");
+#if defined(FLASHLAB_WITH_CUDA)
+      if (info.device == Device::kCUDA && (o.impls_explicit || info.impl == Impl::kCudaSm80)) {
+        out->push_back(info);
+        continue;
+      }
+      if (!o.impls_explicit)
+        r->notes.push_back(std::string("not run: ") + info.name +
+                           " (the default decode run times the CUDA KV-cache kernels once, as cuda_sm80)");
       continue;
+#else
+      if (o.impls_explicit)
+        return Status::Unsupported(std::string("--impl ") + info.name + ": this build has no CUDA decode path");
+      continue;
+#endif
     }
     out->push_back(info);
   }
@@ -305,7 +329,20 @@ Status run_decode(const BenchOptions& o, DecodeReport* r) {
     const KvCacheParams p = pb->params(o, info.impl, r->threads);
     progress.phase(std::string(info.name) + " decode: check run");
     pb->poison();
-    Status st = attention_with_kvcache(p);
+    // A device implementation runs on device copies (decode_runner.h); its outputs come back into
+    // the host buffers, so the checks below are the same for every row.
+    std::unique_ptr<DecodeRunner> device;
+    Status st = Status::Ok();
+    if (info.device != Device::kCPU) {
+#if defined(FLASHLAB_WITH_CUDA)
+      st = make_cuda_decode_runner(pb->host_view(o, info.impl, r->threads), info.impl, &device);
+      if (st.ok()) st = device->run_once();
+#else
+      st = Status::Unsupported("this build has no CUDA decode path");
+#endif
+    } else {
+      st = attention_with_kvcache(p);
+    }
     if (!st.ok()) {
       // Named with --impl: its failure is the user's answer. Otherwise an implementation without
       // the KV-cache path is skipped with a note.
@@ -326,7 +363,13 @@ Status run_decode(const BenchOptions& o, DecodeReport* r) {
     row.status = !pass ? RowStatus::kFail : check ? RowStatus::kPass : RowStatus::kUnchecked;
 
     progress.phase(std::string(info.name) + " decode: timing");
-    for (int i = 0; i < o.warmup + o.iters && st.ok(); ++i) {
+    if (device) {
+      TimingPlan plan;
+      plan.warmup = o.warmup;
+      plan.iters = o.iters;
+      st = device->time(plan, [&](int i, int n) { progress.iteration(i, n); }, &row.ms);
+    }
+    for (int i = 0; !device && i < o.warmup + o.iters && st.ok(); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       st = attention_with_kvcache(p);
       const auto t1 = std::chrono::steady_clock::now();
@@ -337,7 +380,7 @@ Status run_decode(const BenchOptions& o, DecodeReport* r) {
       row.status = RowStatus::kError;
       row.message = "timing: " + st.to_string();
     }
-    note_spread(std::string(info.name) + " decode", row.ms, true, r->threads, &r->notes);
+    note_spread(std::string(info.name) + " decode", row.ms, info.device == Device::kCPU, r->threads, &r->notes);
     row.median_ms = median(row.ms);
     if (row.median_ms > 0) row.tb_per_s = r->kv_bytes / (row.median_ms * 1e-3) / 1e12;
     r->rows.push_back(row);
