@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cuda_timing.h"
 #include "cli/runner.h"
 #include "testing/device_problem.h"
 
@@ -22,8 +23,6 @@ namespace {
 using testing::cuda_status;
 using testing::DeviceBuffer;
 #define CLI_CUDA(expr, what) FLASHLAB_RETURN_IF_ERROR(cuda_status((expr), (what)))
-
-constexpr size_t kL2FlushBytes = size_t(256) << 20;
 
 class CudaRunner : public ImplRunner {
  public:
@@ -112,25 +111,7 @@ class CudaRunner : public ImplRunner {
 
   template <typename Call>
   Status timed(Call call, const TimingPlan& plan, const IterationCallback& cb, std::vector<double>* ms) {
-    ms->clear();
-    for (int i = 0; i < plan.warmup; ++i) FLASHLAB_RETURN_IF_ERROR(call());
-    CLI_CUDA(cudaStreamSynchronize(stream_), "warm-up");
-    double spent = 0;
-    for (int i = 0; i < plan.iters; ++i) {
-      CLI_CUDA(cudaMemsetAsync(flush_.get(), i & 0xff, flush_.bytes(), stream_), "L2 flush");
-      CLI_CUDA(cudaEventRecord(start_, stream_), "cudaEventRecord");
-      FLASHLAB_RETURN_IF_ERROR(call());
-      CLI_CUDA(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-      CLI_CUDA(cudaEventSynchronize(stop_), "the kernel");
-      float t = 0;
-      CLI_CUDA(cudaEventElapsedTime(&t, start_, stop_), "cudaEventElapsedTime");
-      ms->push_back(t);
-      spent += t;
-      if (cb) cb(i + 1, plan.iters);
-      if (plan.budget_s > 0 && spent > plan.budget_s * 1e3) break;
-    }
-    CLI_CUDA(cudaGetLastError(), "the kernel");
-    return Status::Ok();
+    return time_cuda_calls(call, stream_, start_, stop_, flush_, plan, cb, ms);
   }
 
   cudaStream_t stream_ = nullptr;

@@ -1,14 +1,14 @@
 // The CUDA decode runner (decode_runner.h): device copies of q, the caches and the side arrays,
 // out / lse / the workspace on the device, attention_with_kvcache on the runner's stream.
 //
-// Timing as cuda_runner.cu: CUDA events around each call, a 256 MiB memset before every timed call
-// so that a small cache does not stay in L2 (H100 L2 is 50 MiB) from one call to the next.
+// Timing: cuda_timing.h (CUDA events, an L2 flush before each timed call), as the training runner.
 // Poisoning: every byte 0xFF, a NaN in fp32, fp16 and bf16.
 #include <cuda_runtime.h>
 
 #include <string>
 #include <vector>
 
+#include "cli/cuda_timing.h"
 #include "cli/decode_runner.h"
 #include "testing/device_problem.h"
 
@@ -19,8 +19,6 @@ namespace {
 using testing::cuda_status;
 using testing::DeviceBuffer;
 #define DECODE_CUDA(expr, what) FLASHLAB_RETURN_IF_ERROR(cuda_status((expr), (what)))
-
-constexpr size_t kL2FlushBytes = size_t(256) << 20;
 
 class CudaDecodeRunner : public DecodeRunner {
  public:
@@ -79,25 +77,7 @@ class CudaDecodeRunner : public DecodeRunner {
   }
 
   Status time(const TimingPlan& plan, const IterationCallback& cb, std::vector<double>* ms) override {
-    ms->clear();
-    for (int i = 0; i < plan.warmup; ++i) FLASHLAB_RETURN_IF_ERROR(attention_with_kvcache(p_));
-    DECODE_CUDA(cudaStreamSynchronize(stream_), "warm-up");
-    double spent = 0;
-    for (int i = 0; i < plan.iters; ++i) {
-      DECODE_CUDA(cudaMemsetAsync(flush_.get(), i & 0xff, flush_.bytes(), stream_), "L2 flush");
-      DECODE_CUDA(cudaEventRecord(start_, stream_), "cudaEventRecord");
-      FLASHLAB_RETURN_IF_ERROR(attention_with_kvcache(p_));
-      DECODE_CUDA(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-      DECODE_CUDA(cudaEventSynchronize(stop_), "the decode call");
-      float t = 0;
-      DECODE_CUDA(cudaEventElapsedTime(&t, start_, stop_), "cudaEventElapsedTime");
-      ms->push_back(t);
-      spent += t;
-      if (cb) cb(i + 1, plan.iters);
-      if (plan.budget_s > 0 && spent > plan.budget_s * 1e3) break;
-    }
-    DECODE_CUDA(cudaGetLastError(), "the decode call");
-    return Status::Ok();
+    return time_cuda_calls([&] { return attention_with_kvcache(p_); }, stream_, start_, stop_, flush_, plan, cb, ms);
   }
 
  private:
