@@ -55,8 +55,8 @@ struct BwdTraits {
   // producer warpgroup holds the TMA producer and the dQ writer warp; with 24 registers the
   // writer spilled 4 bytes in the kGeneral kernels, and the consumers need no more than 232.
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
-  static constexpr int kProducerRegs = 32;
-  static constexpr int kConsumerRegs = 232;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
   static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= kEntryRegs * (1 + kMmaWarpGroups),
                 "setmaxnreg would ask for more registers than the launch allocated (a hang)");
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.

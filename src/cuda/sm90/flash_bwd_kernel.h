@@ -315,7 +315,6 @@ struct FlashBwdKernel {
         // Every warp of the warpgroup has read this stage's LSE and D (their shared-memory loads
         // fed Pᵀ and dSᵀ) before thread 0 releases the stage to the producer, whose next bulk copy
         // overwrites them: a barrier makes that explicit (racecheck reports it otherwise).
-        named_barrier_sync(cutlass::NumThreadsPerWarpGroup, offset(BwdBarrier::kDsWG1, wg));
         pipeline.consumer_release(state);  // Q(m), dO(m), LSE, D read
         ++state;
         warpgroup_wait<0>();  // dQ

@@ -38,7 +38,7 @@ struct MainloopBwd {
   static constexpr int kStages = Traits::kStages;
   using ShapeQKV = typename Traits::ShapeQKV;
   using StrideQKV = typename Traits::StrideQKV;
-  using Pipeline = PipelineTmaAsyncWarpgroupRelease<kStages>;
+  using Pipeline = PipelineTmaAsyncWarpgroupRelease<kStages, true>;
   using PipelineState = typename Pipeline::PipelineState;
 
   struct Arguments {

@@ -23,7 +23,11 @@ using namespace cute;
 // each consumer warpgroup arrives once: its warpgroup_wait returned, so the warpgroup's wgmma have
 // read the stage. The base does the rest (waits, producer side); its own barrier init and arrival
 // masks are switched off.
-template <int kStages>
+// kEveryThread: every consumer thread arrives (count = num_consumers). The backward reads part of
+// each stage (LSE, D) with ordinary loads; compute-sanitizer's racecheck sees those reads ordered
+// before the producer's next copy into the stage only through the reading thread's own arrive
+// (tools/racecheck_mbarrier_probe.cu, modes 0 and 2).
+template <int kStages, bool kEveryThread = false>
 class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStages> {
   using Base = cutlass::PipelineTmaAsync<kStages>;
 
@@ -39,7 +43,7 @@ class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStage
       CUTE_UNROLL
       for (int stage = 0; stage < kStages; ++stage) {
         storage.full_barrier_[stage].init(1);  // the producer's arrive_and_expect_tx
-        storage.empty_barrier_[stage].init(params.num_consumers / cutlass::NumThreadsPerWarpGroup);
+        storage.empty_barrier_[stage].init(kEveryThread ? params.num_consumers : params.num_consumers / cutlass::NumThreadsPerWarpGroup);
       }
     }
     cutlass::arch::fence_barrier_init();
@@ -48,7 +52,7 @@ class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStage
   CUTLASS_DEVICE void consumer_release(PipelineState state) {
     // The local arrive: the (cta_id, pred) form the base uses maps the address into the cluster
     // window (mapa + mbarrier.arrive.shared::cluster) even for a cluster of 1.
-    if (threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
+    if (kEveryThread || threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
   }
 
  private:
