@@ -21,8 +21,10 @@
 #     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
 #               default 1000; the ones it leaves to cuda_sm80 are drawn on top), Workspace, Determinism
-#     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep
-#     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
+#     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep (SAN_SWEEP
+#               configurations, default 24; SAN_TOOLS picks the tools)
+#     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR
+#               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
@@ -142,7 +144,7 @@ if has bwd; then
   grep -E "sweep|FAILED|PASSED|rc |Failure" "$OUT/bwd_sweep.txt" | head -30
 fi
 if has bwd-sanitize; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     FLASHLAB_SM80_BWD_SWEEP=${SAN_SWEEP:-24} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
       compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_backward" \
       --gtest_filter='*Sweep/cuda_sm90' > "$OUT/bwd_san_$tool.txt" 2>&1
@@ -156,6 +158,11 @@ if has bwd-bench; then
     echo "## $shape" | tee -a "$OUT/bwd_bench.txt"
     timeout 120 "$BIN/flashlab" bench $shape --backward --impl cuda_sm90,cuda_sm80 --no-sgemm --no-check --iters 10 \
       --quiet 2>&1 | grep -E "bwd|impl" | tee -a "$OUT/bwd_bench.txt"
+    if [ -n "${OLD_LIB:-}" ]; then  # same shape, cuda_sm90 of the library in OLD_LIB (an A/B in one call)
+      echo "# old library ($OLD_LIB):" | tee -a "$OUT/bwd_bench.txt"
+      LD_LIBRARY_PATH=$OLD_LIB:$LD_LIBRARY_PATH timeout 120 "$BIN/flashlab" bench $shape --backward --impl cuda_sm90 \
+        --no-sgemm --no-check --iters 10 --quiet 2>&1 | grep -E "bwd|impl" | tee -a "$OUT/bwd_bench.txt"
+    fi
   done <<< "${BENCH_SHAPES:-"--batch 1 --heads 16 --seqlen 16384 --head-dim 128
 --batch 1 --heads 16 --seqlen 16384 --head-dim 128 --causal
 --batch 1 --heads 32 --seqlen 16384 --head-dim 64

@@ -190,6 +190,7 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
       {"--decode", false, flag(&o->decode)},
       {"--cache-len", true, int_opt(&o->cache_len)},
       {"--page-size", true, int_opt(&o->page_size)},
+      {"--splits", true, int_opt(&o->splits)},
       {"--json", false, flag(&o->json)},
       {"--quiet", false, flag(&o->quiet)},
       {"--help", false, flag(&o->help)},
@@ -208,11 +209,11 @@ bool was_given(const BenchOptions& o, const char* name) {
 // than silently ignored. Without --decode the cache options are refused the same way.
 Status check_decode_options(BenchOptions* o) {
   static const char* const kDecodeOptions[] = {
-      "--decode", "--cache-len", "--page-size", "--batch", "--heads",  "--heads-kv", "--head-dim",
+      "--decode", "--cache-len", "--page-size", "--splits", "--batch", "--heads",  "--heads-kv", "--head-dim",
       "--seqlen", "--seqlen-q",  "--dtype",     "--impl",  "--warmup", "--iters",    "--threads",
       "--seed",   "--tol",       "--no-check",  "--json",  "--quiet",  "--help",     "-h"};
   if (!o->decode) {
-    for (const char* name : {"--cache-len", "--page-size"})
+    for (const char* name : {"--cache-len", "--page-size", "--splits"})
       if (was_given(*o, name)) return Status::Invalid(std::string(name) + " needs --decode");
     return Status::Ok();
   }
@@ -323,9 +324,11 @@ decode mode (attention_with_kvcache, reports TB/s of K/V read; docs/cli.md):
   --decode             time attention against a KV cache filled to --cache-len for every sequence;
                        accepts the shape options (--seqlen = queries per sequence, default 1),
                        --dtype, --impl, --warmup, --iters, --threads, --seed, --tol, --no-check,
-                       --json, --quiet; CPU implementations only for now
+                       --json, --quiet; the CPU implementations, and the CUDA KV-cache kernels
+                       (cuda_sm80) in a CUDA build on a GPU
   --cache-len L        cached keys per sequence (default 4096)
   --page-size P        0 = contiguous cache (default), P > 0 = paged cache, shuffled page table
+  --splits N           splits of the keys: 0 = the library's choice (default), N > 0 forced
 output:
   --json               one JSON document on stdout instead of the table
   --quiet              no progress lines on stderr

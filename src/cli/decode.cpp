@@ -64,6 +64,8 @@ Status check_decode_shape(const BenchOptions& o) {
   if (o.cache_len > INT32_MAX)
     return Status::Invalid("--cache-len (" + std::to_string(o.cache_len) +
                            ") must fit cache_seqlens (int32)");
+  if (o.splits < 0 || o.splits > 1024)
+    return Status::Invalid("--splits (" + std::to_string(o.splits) + ") must be in 0..1024 (0 = auto)");
   if (o.page_size < 0)
     return Status::Invalid("--page-size (" + std::to_string(o.page_size) + ") must be >= 0 (0 = contiguous)");
   if (o.page_size > 0 && o.batch * ceil_div(o.cache_len, o.page_size) > INT32_MAX)
@@ -172,6 +174,7 @@ struct DecodeProblem {
       p.max_seqlen_cache = o.cache_len;
     }
     p.cache_seqlens = cache_seqlens.data();
+    p.num_splits = static_cast<int>(o.splits);
     return p;
   }
 

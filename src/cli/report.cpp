@@ -254,9 +254,10 @@ std::string decode_shape(const BenchOptions& o, const DecodeReport& r) {
                   std::to_string(o.heads_kv) + " d" + std::to_string(o.head_dim) + " " +
                   to_string(o.dtype);
   if (o.page_size > 0)
-    return s + " paged(page " + std::to_string(o.page_size) + ", " + std::to_string(r.num_pages) +
-           " pages, shuffled)";
-  return s + " contiguous";
+    s += " paged(page " + std::to_string(o.page_size) + ", " + std::to_string(r.num_pages) + " pages, shuffled)";
+  else
+    s += " contiguous";
+  return s + (o.splits > 0 ? " splits " + std::to_string(o.splits) : "");
 }
 void decode_errors(const DecodeRow& row, double* max_abs, double* rel_l2, double* lse) {
   *max_abs = *rel_l2 = *lse = std::nan("");
