@@ -51,9 +51,10 @@ struct BwdTraits {
   static constexpr int kKeysPerWarpGroup = kBlockN / kMmaWarpGroups;  // 64: one wgmma M
   static constexpr int kMmaThreads = kMmaWarpGroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kMmaThreads + cutlass::NumThreadsPerWarpGroup;
-  // setmaxnreg, the forward's rule (kernel_traits.h): 32 + 2 x 232 = 496 <= 504 = 3 x 168. The
-  // producer warpgroup holds the TMA producer and the dQ writer warp; with 24 registers the
-  // writer spilled 4 bytes in the kGeneral kernels, and the consumers need no more than 232.
+  // setmaxnreg, the forward's rule (kernel_traits.h): 24 + 2 x 240 = 504 <= 504 = 3 x 168. The
+  // producer warpgroup holds the TMA producer and the dQ writer warp (24 registers: 0 spills since
+  // every consumer thread releases the stage itself; with the warpgroup barrier before a one-thread
+  // release, 24 spilled 4 bytes in the kGeneral kernels and the split was 32 / 232).
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;

@@ -312,9 +312,10 @@ struct FlashBwdKernel {
             partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
         mainloop.issue_dq(ds_stage, acc_dq);
         warpgroup_wait<1>();  // dK retired
-        // Every warp of the warpgroup has read this stage's LSE and D (their shared-memory loads
-        // fed Pᵀ and dSᵀ) before thread 0 releases the stage to the producer, whose next bulk copy
-        // overwrites them: a barrier makes that explicit (racecheck reports it otherwise).
+        // This thread has read its rows' LSE and D of the stage (they fed Pᵀ and dSᵀ) and its
+        // warpgroup's wgmma reading Q(m) and dO(m) retired: it arrives on the stage's empty barrier
+        // itself (every consumer thread does, pipeline.h kEveryThread), so the producer's next bulk
+        // copy into the stage is ordered after every reader, as racecheck models it.
         pipeline.consumer_release(state);  // Q(m), dO(m), LSE, D read
         ++state;
         warpgroup_wait<0>();  // dQ
