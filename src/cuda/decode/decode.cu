@@ -51,10 +51,21 @@ int row_chunks(const KvCacheParams& p, DecodeKernel kernel) {
   return static_cast<int>((rows + rows_per_cta(kernel) - 1) / rows_per_cta(kernel));
 }
 
+// CTAs of a kernel resident on one SM (what its __launch_bounds__ asks and shared memory allows).
+int ctas_per_sm(const KvCacheParams& p, DecodeKernel kernel) {
+  return kernel == DecodeKernel::kTile ? decode::tile_shape(static_cast<int>(p.head_dim)).min_blocks
+                                       : decode::kMinBlocks;
+}
+
 // Splits of the keys: split_size fixes the keys per split (the count covers the capacity; splits
-// past a sequence's length write LSE -inf, which the combine skips); num_splits > 0 is the count;
-// auto aims at 8 CTAs per SM with at least 512 keys per split. The same rule for both kernels (the
-// tile kernel's CTAs count its 16-row chunks; for the measured shape, 4 rows, the plans are equal).
+// past a sequence's length write LSE -inf, which the combine skips); num_splits > 0 is the count.
+// Auto: a decode kernel streams at full speed once every SM holds its resident CTAs (slots =
+// CTAs per SM x SMs), and a split costs a combine and a pipeline fill. So auto takes the fewest
+// splits whose CTAs fill the slots' waves within 5 % of the best fill any count reaches, where a
+// count of n fills  ctas·n / (slots · ceil(ctas·n / slots)),  with n up to 64 and at least 512 keys
+// per split. Measured on the H100 (docs/perf.md, "Decode: the split rule"): B 32 GQA 32/8 (256
+// CTAs, 264 slots) one split, 2.06 / 2.70 TB/s at 1k / 4k where the previous rule's 2 / 5 splits
+// gave 1.85 / 2.46; B 1 at 128k 32 splits (33: 2.58, 64: 2.27); B 4 at 8k 8 (1.89, 16: 1.70).
 int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   const int64_t cap = capacity(p);
   if (p.split_size > 0) {
@@ -63,11 +74,20 @@ int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   }
   if (p.num_splits > 0) return p.num_splits;
   const int64_t ctas = p.batch * p.heads_kv * row_chunks(p, kernel);
-  int64_t n = (int64_t(8) * sm_count + ctas - 1) / ctas;
-  const int64_t by_len = (cap + 511) / 512;
-  if (n > by_len) n = by_len;
-  if (n > 64) n = 64;
-  return static_cast<int>(n < 1 ? 1 : n);
+  const int64_t slots = int64_t(sm_count) * ctas_per_sm(p, kernel);
+  if (ctas <= 0 || slots <= 0) return 1;
+  int64_t n_max = (cap + 511) / 512;
+  if (n_max > 64) n_max = 64;
+  if (n_max < 1) n_max = 1;
+  auto fill = [&](int64_t n) {
+    const int64_t c = ctas * n;
+    return static_cast<double>(c) / static_cast<double>(slots * ((c + slots - 1) / slots));
+  };
+  double best = 0;
+  for (int64_t n = 1; n <= n_max; ++n) best = fill(n) > best ? fill(n) : best;
+  for (int64_t n = 1; n <= n_max; ++n)
+    if (fill(n) >= best - 0.05) return static_cast<int>(n);
+  return 1;
 }
 
 int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
