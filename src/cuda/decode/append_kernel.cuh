@@ -59,6 +59,9 @@ struct AppendParams {
   int rotary_dim = 0;
   int64_t rotary_max_pos = 0;
   bool neox = true;
+  // rotate_vec's conditions hold (launch_append): rotary_dim / 2 a multiple of the vector width
+  // and both tables 16-byte aligned; else rotate_elem element by element
+  bool rotary_vec = false;
   // queries (fused path with rotary): q (batch, seqlen_q, heads_q, head_dim) -> q_rot, dense
   const void* q = nullptr;
   int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
@@ -147,6 +150,80 @@ __device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int 
   return round_to_dtype<T>(first ? x0 * c - x1 * s : x0 * s + x1 * c);
 }
 
+// The kVec elements e0 ... e0 + kVec - 1 of a row, rotated in place in `raw` (which holds them):
+// the same products as rotate_elem, with the loads vectorized. rotate_elem loads each element's
+// cos, sin, partner and itself one by one (4 loads per element: the rotary append ran at 0.64 of a
+// copy, H100 2026-11-24); here the tables come as float4 and the partner as one vector (NeoX) or from
+// `raw` itself (interleaved pairs sit in one vector). Needs rotary_dim / 2 a multiple of kVec (a
+// vector lies in one half, the partner vector and the table entries are aligned) and the tables
+// 16-byte aligned: AppendParams::rotary_vec.
+template <int kN>
+__device__ __forceinline__ void load_floats(const float* src, float (&dst)[kN]) {
+  static_assert(kN % 2 == 0, "float2 / float4 loads");
+  if constexpr (kN % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kN; i += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(src + i);
+      dst[i] = v.x, dst[i + 1] = v.y, dst[i + 2] = v.z, dst[i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; i += 2) {
+      const float2 v = *reinterpret_cast<const float2*>(src + i);
+      dst[i] = v.x, dst[i + 1] = v.y;
+    }
+  }
+}
+template <typename T, int kVec, typename V>
+__device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, int e0, int64_t pos, V& raw) {
+  static_assert(kVec >= 4, "vectors of 16 bytes (4 fp32 or 8 16-bit elements)");
+  const int half = p.rotary_dim / 2;
+  T* el = reinterpret_cast<T*>(&raw);
+  if (p.neox) {
+    const bool first = e0 < half;  // the whole vector is in one half
+    const int k0 = first ? e0 : e0 - half;
+    V partner = *reinterpret_cast<const V*>(x + (first ? e0 + half : e0 - half));
+    const T* other = reinterpret_cast<const T*>(&partner);
+    float c[kVec], s[kVec];
+    load_floats<kVec>(p.cos + pos * half + k0, c);
+    load_floats<kVec>(p.sin + pos * half + k0, s);
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) {
+      const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
+      const double x0 = first ? self : oth, x1 = first ? oth : self;
+      const double cu = c[u], su = s[u];
+      el[u] = round_to_dtype<T>(first ? x0 * cu - x1 * su : x0 * su + x1 * cu);
+    }
+  } else {
+    float c[kVec / 2], s[kVec / 2];
+    load_floats<kVec / 2>(p.cos + pos * half + e0 / 2, c);
+    load_floats<kVec / 2>(p.sin + pos * half + e0 / 2, s);
+#pragma unroll
+    for (int j = 0; j < kVec / 2; ++j) {
+      const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
+      const double cj = c[j], sj = s[j];
+      el[2 * j] = round_to_dtype<T>(x0 * cj - x1 * sj);
+      el[2 * j + 1] = round_to_dtype<T>(x0 * sj + x1 * cj);
+    }
+  }
+}
+
+// Rotate the kVec elements from e0 held in `raw` (of row x) at table row pos: vectorized where
+// AppendParams::rotary_vec allows, else element by element.
+template <typename T, int kVec, typename V>
+__device__ __forceinline__ void rotate(const AppendParams& p, const T* x, int e0, int64_t pos, V& raw) {
+  if constexpr (kVec >= 4) {
+    if (p.rotary_vec) {
+      rotate_vec<T, kVec>(p, x, e0, pos, raw);
+      return;
+    }
+  }
+  T* el = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int u = 0; u < kVec; ++u)
+    if (e0 + u < p.rotary_dim) el[u] = rotate_elem<T>(p, x, e0 + u, pos);
+}
+
 // Whether sequence b's append is in range (the host's checks, per sequence, on the device).
 __device__ __forceinline__ bool sequence_ok(const AppendParams& p, int b, int64_t* len, int64_t* lp) {
   *len = p.cache_seqlens[b];
@@ -183,12 +260,7 @@ __global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ App
                                 int64_t(h) * p.vn_head_stride;
       T* out = static_cast<T*>(is_k ? p.k_cache : p.v_cache) + dst;
       V raw = *reinterpret_cast<const V*>(src + e0);
-      if (is_k && e0 < p.rotary_dim) {
-        T* el = reinterpret_cast<T*>(&raw);
-#pragma unroll
-        for (int u = 0; u < kVec; ++u)
-          if (e0 + u < p.rotary_dim) el[u] = rotate_elem<T>(p, src, e0 + u, slot - lp);
-      }
+      if (is_k && e0 < p.rotary_dim) rotate<T, kVec>(p, src, e0, slot - lp, raw);
       *reinterpret_cast<V*>(out + e0) = raw;
     } else {
       const int h = row % p.heads_q;
@@ -201,14 +273,12 @@ __global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ App
       int64_t len, lp;
       const bool ok = sequence_ok(p, b, &len, &lp);
       const int64_t pos = len + p.seqlen_new - lp - p.seqlen_q + i;  // L_b - seqlen_q + i
-      T* el = reinterpret_cast<T*>(&raw);
+      if (!ok || pos < 0) {
+        T* el = reinterpret_cast<T*>(&raw);
 #pragma unroll
-      for (int u = 0; u < kVec; ++u) {
-        if (!ok || pos < 0) {
-          el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));  // NaN: see the header
-        } else if (e0 + u < p.rotary_dim) {
-          el[u] = rotate_elem<T>(p, src, e0 + u, pos);
-        }
+        for (int u = 0; u < kVec; ++u) el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));  // NaN: see the header
+      } else if (e0 < p.rotary_dim) {
+        rotate<T, kVec>(p, src, e0, pos, raw);
       }
       *reinterpret_cast<V*>(out + e0) = raw;
     }

@@ -53,6 +53,9 @@ Status launch_dtype(decode::AppendParams ap, bool vec, cudaStream_t stream) {
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   if (vec) {
     ap.vecs_per_row = ap.head_dim / kVec;
+    // append_kernel.cuh's rotate_vec: half the rotary dims whole vectors, tables 16-byte aligned.
+    ap.rotary_vec = ap.rotary_dim > 0 && (ap.rotary_dim / 2) % kVec == 0 &&
+                    reinterpret_cast<uintptr_t>(ap.cos) % 16 == 0 && reinterpret_cast<uintptr_t>(ap.sin) % 16 == 0;
     return launch_typed<T, kVec>(ap, stream);
   }
   ap.vecs_per_row = ap.head_dim;
