@@ -621,7 +621,13 @@ TEST(KvCache, ErrorsWriteNothing) {
       {"splits both", [](World& w) { w.p.num_splits = 3; w.p.split_size = 8; }, "not both"},
       {"top-left", [](World& w) { w.p.causal_align = CausalAlign::kTopLeft; }, "kBottomRight"},
       {"dropout", [](World& w) { w.p.dropout_p = 0.1f; }, "dropout_p"},
-      {"sink NaN", [](World& w) { w.p.sink_logits = w.sinks.data(); w.sinks[2] = kNaN; }, "sink_logits[2]"},
+      {"sink NaN",
+       [](World& w) {  // this World has no sinks: make them (indexing the empty vector was out of bounds)
+         w.sinks.assign(static_cast<size_t>(w.c.hq), 0.5f);
+         w.sinks[2] = kNaN;
+         w.p.sink_logits = w.sinks.data();
+       },
+       "sink_logits[2]"},
       {"too long append", [](World& w) { w.p.seqlen_new = w.cap + 1; }, "seqlen_new ("},
       {"layout", [](World& w) { w.p.page_layout = KvLayout::kHND; }, "page_layout"},
       {"dtype", [](World& w) { w.p.dtype = DType::kFloat8E4M3; w.p.cache_dtype = DType::kFloat8E4M3; }, "fp8"},

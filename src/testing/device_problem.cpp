@@ -102,6 +102,8 @@ Status DeviceProblem::init(Problem* pb) {
   FLASHLAB_RETURN_IF_ERROR(mirror(&cu_seqlens_q, pb->cu_seqlens_q, "cu_seqlens_q"));
   FLASHLAB_RETURN_IF_ERROR(mirror(&cu_seqlens_k, pb->cu_seqlens_k, "cu_seqlens_k"));
   FLASHLAB_RETURN_IF_ERROR(mirror(&alibi_slopes, pb->alibi_slopes, "alibi_slopes"));
+  FLASHLAB_RETURN_IF_ERROR(mirror(&sink_logits, pb->sink_logits, "sink_logits"));
+  FLASHLAB_RETURN_IF_ERROR(dsink.allocate(pb->dsink.size() * sizeof(float), "dsink"));
   FLASHLAB_RETURN_IF_ERROR(dq.allocate(pb->dq.bytes.size(), "dq"));
   FLASHLAB_RETURN_IF_ERROR(dk.allocate(pb->dk.bytes.size(), "dk"));
   return dv.allocate(pb->dv.bytes.size(), "dv");
@@ -111,6 +113,7 @@ void DeviceProblem::point_at_device(AttentionConfig* c, void* stream) const {
   c->device = Device::kCUDA;
   c->stream = stream;
   if (c->alibi_slopes) c->alibi_slopes = alibi_slopes.as<const float>();
+  if (c->sink_logits) c->sink_logits = sink_logits.as<const float>();
   if (pb_->varlen()) {
     c->cu_seqlens_q = cu_seqlens_q.as<const int32_t>();
     c->cu_seqlens_k = cu_seqlens_k.as<const int32_t>();
@@ -140,6 +143,7 @@ BwdParams DeviceProblem::bwd_params(Impl impl, void* stream) const {
   p.dq.ptr = dq.get();
   p.dk.ptr = dk.get();
   p.dv.ptr = dv.get();
+  if (p.dsink) p.dsink = dsink.as<float>();
   return p;
 }
 
@@ -156,6 +160,7 @@ Status DeviceProblem::poison_forward_outputs() {
 Status DeviceProblem::poison_backward_outputs() {
   FLASHLAB_RETURN_IF_ERROR(dq.poison());
   FLASHLAB_RETURN_IF_ERROR(dk.poison());
+  FLASHLAB_RETURN_IF_ERROR(dsink.poison());
   return dv.poison();
 }
 
@@ -167,6 +172,7 @@ Status DeviceProblem::download_forward_outputs() {
 Status DeviceProblem::download_backward_outputs() {
   FLASHLAB_RETURN_IF_ERROR(dq.download(pb_->dq.data()));
   FLASHLAB_RETURN_IF_ERROR(dk.download(pb_->dk.data()));
+  FLASHLAB_RETURN_IF_ERROR(dsink.download(pb_->dsink.data()));
   return dv.download(pb_->dv.data());
 }
 

@@ -80,7 +80,7 @@ class DeviceProblem {
   Status download_forward_outputs();   // out, lse -> host
   Status download_backward_outputs();  // dq, dk, dv -> host
 
-  DeviceBuffer q, k, v, dout, out, lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, alibi_slopes;
+  DeviceBuffer q, k, v, dout, out, lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sink_logits, dsink;
 
  private:
   void point_at_device(AttentionConfig* c, void* stream) const;

@@ -171,6 +171,7 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   }
   if (chance(0.15)) s.softcap = chance(0.5) ? 5.0f : 30.0f;
   s.alibi = chance(0.15);
+  s.sinks = chance(0.15);  // attention sinks (and dsink in the backward)
   if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
   s.dropout_seed = rng();
   s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;

@@ -137,6 +137,36 @@ double check_one(const char* name, const HostTensor& got, const HostTensor& exac
   return used;
 }
 
+// dsink_h = −Σ_rows e^(sink_h − LSE)·D: a sum over every query row of the head, so its error scales
+// with the sum of the terms' magnitudes, Σ_rows e^(sink_h − LSE)·|D| (from got's own out, dout and
+// LSE, which are the reference forward's, rounded), not with |dsink_h| (the terms cancel). fp32
+// terms summed in any order: 64 u32 of that sum, plus twice the same-precision baseline's error.
+double check_dsink(const Problem& got, const Problem& exact, const Problem* same, std::string* why) {
+  const int64_t heads = static_cast<int64_t>(got.dsink.size());
+  std::vector<double> scale(static_cast<size_t>(heads), 0.0);
+  for (int64_t b = 0; b < got.out.batch; ++b)
+    for (int64_t r = 0; r < got.out.rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        double d = 0;
+        for (int64_t e = 0; e < got.out.dim; ++e) d += double(got.dout.get(b, r, h, e)) * got.out.get(b, r, h, e);
+        const double lse = got.lse[b * got.lse_batch_stride + h * got.lse_head_stride + r];
+        scale[h] += std::exp(double(got.sink_logits[h]) - lse) * std::fabs(d);
+      }
+  double used = 0;
+  for (int64_t h = 0; h < heads; ++h) {
+    const double err = std::fabs(double(got.dsink[h]) - exact.dsink[h]);
+    const double base = same ? std::fabs(double(same->dsink[h]) - exact.dsink[h]) : 0.0;
+    const double tol = 2 * base + 64 * std::ldexp(1.0, -24) * scale[h] + 1e-30;
+    if (!(err <= tol)) {
+      *why += " dsink[" + std::to_string(h) + "] " + std::to_string(got.dsink[h]) + " vs exact " +
+              std::to_string(exact.dsink[h]) + " (tolerance " + std::to_string(tol) + ");";
+      return INFINITY;
+    }
+    used = std::max(used, err / tol);
+  }
+  return used;
+}
+
 // Empty string when dq, dk, dv of `got` pass against `exact`, else what failed. *used: the
 // largest fraction of a tolerance used. `same`: a same-precision implementation's gradients.
 std::string check_backward(const Problem& got, const Problem& exact, DType dtype, double* used = nullptr,
@@ -148,6 +178,7 @@ std::string check_backward(const Problem& got, const Problem& exact, DType dtype
   u = std::max(
       u, check_one("dk", got.dk, exact.dk, same ? &same->dk : nullptr, dtype, &why, floors ? floors[1] : 0));
   u = std::max(u, check_one("dv", got.dv, exact.dv, same ? &same->dv : nullptr, dtype, &why));
+  if (!got.dsink.empty()) u = std::max(u, check_dsink(got, exact, same, &why));
   if (used) *used = u;
   return why;
 }
@@ -198,6 +229,7 @@ Problem exact_backward(const Problem& pb, float softmax_scale) {
   s.dtype = DType::kFloat32;
   if (pb.varlen()) s.batch = 1;  // Problem recomputes batch from lens
   Problem ex(s);
+  ex.sink_logits = pb.sink_logits;
   HostTensor* dst[4] = {&ex.q, &ex.k, &ex.v, &ex.dout};
   const HostTensor* src[4] = {&pb.q, &pb.k, &pb.v, &pb.dout};
   for (int t = 0; t < 4; ++t)

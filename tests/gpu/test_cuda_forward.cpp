@@ -244,12 +244,11 @@ TEST(CudaForward, Sm80Errors) {
   c = sm80_config();
   c.device = Device::kCPU;
   expect_unsupported(c, false, "runs on cuda");
-  // Attention sinks: the CPU backends only, for now; kAuto on cuda refuses them clearly.
+  // Attention sinks: cuda_sm80 and cuda_sm90 take them (the sweeps check them); the learning
+  // kernels refuse them clearly.
   c = sm80_config();
   const float sinks[1] = {0.0f};  // never read: the rule needs only the pointer
   c.sink_logits = sinks;
-  expect_unsupported(c, false, "sink_logits (attention sinks) is not supported by impl cuda_sm80");
-  expect_unsupported(c, true, "sink_logits (attention sinks) is not supported by impl cuda_sm80");
 #if defined(FLASHLAB_WITH_CUDA)
   for (bool backward : {false, true}) {
     const flashlab::Status st = flashlab::detail::learn_supports(4, c, backward);
@@ -288,10 +287,6 @@ TEST(CudaForward, Sm90Errors) {
   const int32_t cu[3] = {0, 64, 128};  // never read: the rule needs only the pointers
   d.cu_seqlens_q = d.cu_seqlens_k = cu;
   expect_sm90_unsupported(d, false, "cu_seqlens (varlen) is not supported by impl cuda_sm90");
-  d = c;
-  const float sinks[1] = {0.0f};
-  d.sink_logits = sinks;
-  expect_sm90_unsupported(d, false, "sink_logits (attention sinks) is not supported by impl cuda_sm90");
   d = c;
   d.dtype = DType::kFloat32;
   expect_sm90_unsupported(d, false, "dtype fp32 is not supported by impl cuda_sm90: supported bf16, fp16");

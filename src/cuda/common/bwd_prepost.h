@@ -4,6 +4,10 @@
 //                           "dot(dO, O)"; O is the forward's output, dropout scaling included);
 //                           with BwdRowArgs::row_stats_tiles, D and LSE · log2(e) -> the 64-row
 //                           tiles of row_stats instead, padding rows included (cuda_sm90)
+//                           with attention sinks, each CTA also writes its rows' share of
+//                           dsink_h = −Σ_rows exp(sink_h − LSE)·D to the workspace (dsink_part)
+//   bwd_dsink_kernel        dsink_h = the sum of head h's partials, in a fixed order (so the
+//                           deterministic mode needs nothing more)
 //   bwd_convert_dkv_kernel  GQA: dK, dV = the fp32 workspace slices -> the dtype outputs; in
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
@@ -79,6 +83,11 @@ __global__ void __launch_bounds__(kPrepostThreads)
   const int d0 = 8 * lane;
   const BwdRowArgs& rows = params.rows;
   static_assert(kPrepostRows == kRowStatsBlock, "one CTA writes one row_stats tile");
+  static_assert(kPrepostRows == kDsinkBlockRows, "one CTA writes one dsink partial");
+  // Attention sinks: the gradient of the sink logit s is −Σ_rows P_sink·D with P_sink = e^(s − LSE)
+  // (the sink adds no value, so dS of the keys is unchanged). Lane 0 sums its warp's rows.
+  const float sink = rows.dsink_partial != nullptr ? params.score.sink_logits[head] : -INFINITY;
+  float sink_part = 0.0f;
   // Tiles: every row of the block, the padding past the sequence too.
   const int r_end = rows.row_stats_tiles ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
   for (int r = m0 + warp; r < r_end; r += kPrepostThreads / 32) {  // warp-uniform
@@ -96,6 +105,12 @@ __global__ void __launch_bounds__(kPrepostThreads)
     }
     sum = warp_sum(sum);
     if (lane != 0) continue;
+    if (sink != -INFINITY && r < s.len) {
+      const float lse =
+          rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
+                            : int64_t(s.b) * rows.lse_batch_stride + int64_t(head) * rows.lse_head_stride + r];
+      sink_part -= exp2f((sink - lse) * kLog2e) * sum;  // exp2f: expf's slow path spills
+    }
     if (!rows.row_stats_tiles) {
       rows.dsum[int64_t(head) * rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
       continue;
@@ -112,6 +127,39 @@ __global__ void __launch_bounds__(kPrepostThreads)
     tile[r - m0] = lse_log2;
     tile[kRowStatsBlock + r - m0] = sum;
   }
+  if (rows.dsink_partial != nullptr) {  // CTA-uniform: the four warps' sums in warp order
+    __shared__ float warp_part[kPrepostThreads / 32];
+    if (lane == 0) warp_part[warp] = sink_part;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kPrepostThreads / 32; ++w) total += warp_part[w];
+      rows.dsink_partial[dsink_partial_index(s.b, static_cast<int>(blockIdx.x), head, params.seq.seqlen_q,
+                                             params.seq.heads_q)] = total;
+    }
+  }
+}
+
+// dsink[h] = Σ of head h's partials (one CTA per head): each thread sums a fixed strided subset,
+// then a fixed tree; the result does not depend on scheduling.
+constexpr int kDsinkThreads = 256;
+template <int kThreads = kDsinkThreads>  // a template: this header is compiled into several translation units
+__global__ void __launch_bounds__(kThreads)
+    bwd_dsink_kernel(const float* __restrict__ partial, int64_t n, int heads_q, float* __restrict__ dsink) {
+  static_assert(kThreads == kDsinkThreads, "the tree below halves kDsinkThreads");
+  const int h = static_cast<int>(blockIdx.x), t = static_cast<int>(threadIdx.x);
+  float acc = 0.0f;
+  for (int64_t i = t; i < n; i += kDsinkThreads) acc += partial[i * heads_q + h];
+  __shared__ float red[kDsinkThreads];
+  red[t] = acc;
+  __syncthreads();
+#pragma unroll
+  for (int w = kDsinkThreads / 2; w > 0; w >>= 1) {
+    if (t < w) red[t] += red[t + w];
+    __syncthreads();
+  }
+  if (t == 0) dsink[h] = red[0];
 }
 
 // Grid (row blocks of seqlen_k, heads_kv, batch).
@@ -189,6 +237,13 @@ Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStrea
   if (nonempty(grid_rows_q)) {
     bwd_preprocess_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(args);
     FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), impl, "backward preprocess kernel launch"));
+  }
+  if (args.rows.dsink != nullptr && seq.heads_q > 0) {
+    // No rows (an empty batch or seqlen_q 0): no partials, dsink = 0.
+    const int64_t n = nonempty(grid_rows_q) ? int64_t(grid_rows_q.x) * seq.batch : 0;
+    bwd_dsink_kernel<><<<seq.heads_q, kDsinkThreads, 0, stream>>>(args.rows.dsink_partial, n, seq.heads_q,
+                                                               args.rows.dsink);
+    FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), impl, "backward dsink kernel launch"));
   }
   return Status::Ok();
 }

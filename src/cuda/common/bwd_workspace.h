@@ -17,6 +17,11 @@
 //             / 64 × heads_q                         tile (dq_semaphore_index()), zeroed with
 //                                                    dq_accum; cuda_sm90 orders the key blocks'
 //                                                    adds to a tile by it (sm80 ignores it)
+//   dsink_part batch × ceil(seqlen_q / 64) × heads_q  attention sinks: the preprocess kernel's
+//                                                    per-CTA partial sums of dsink (in the order of
+//                                                    dsink_partial_index()), summed per head in a
+//                                                    fixed order by bwd_dsink_kernel; reserved always
+//                                                    (a few KiB), so the size does not depend on sinks
 //   dk_accum  rows_k × heads_acc × head_dim          GQA only (kv_group > 1):
 //   dv_accum  rows_k × heads_acc × head_dim            heads_acc = heads_kv (atomics) or
 //                                                      heads_q (deterministic: one slice per query
@@ -75,9 +80,17 @@ FLASHLAB_HD int64_t row_stats_tile_offset(int b, int m_block, int head, int seql
   return dq_accum_tile_offset(b, m_block, head, seqlen_q, heads_q, kRowStatsBlock, 2);
 }
 
+// ---- dsink_part: the partial sum of (sequence b, 64-row query block m, head).
+constexpr int kDsinkBlockRows = 64;
+FLASHLAB_HD int64_t dsink_partial_index(int b, int m_block, int head, int seqlen_q, int heads_q) {
+  const int64_t blocks = (seqlen_q + kDsinkBlockRows - 1) / kDsinkBlockRows;
+  return (int64_t(b) * blocks + m_block) * heads_q + head;
+}
+
 // ---- Workspace layout (host). Offsets in bytes from the workspace base.
 struct BwdWorkspaceLayout {
-  int64_t dsum = 0, row_stats = 0, dq_accum = -1, dq_sem = -1, dk_accum = -1, dv_accum = -1;  // -1: absent
+  int64_t dsum = 0, row_stats = 0, dq_accum = -1, dq_sem = -1, dsink_part = -1, dk_accum = -1,
+          dv_accum = -1;  // -1: absent
   int64_t bytes = 0;                                              // total size required
 };
 
@@ -103,6 +116,9 @@ inline BwdWorkspaceLayout bwd_workspace_layout(int64_t batch, int64_t seqlen_q, 
     w.dq_sem = at;
     at += bwd_align256(4 * (rows_padded / kDqSemaphoreMinBlockM) * heads_q);
   }
+  w.dsink_part = at;
+  at += bwd_align256(4 * dsink_partial_index(static_cast<int>(batch), 0, 0, static_cast<int>(seqlen_q),
+                                             static_cast<int>(heads_q)));
   if (heads_q != heads_kv) {
     const int64_t heads_acc = deterministic ? heads_q : heads_kv;
     w.dk_accum = at;

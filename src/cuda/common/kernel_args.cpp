@@ -58,6 +58,7 @@ FwdArguments make_fwd_arguments(const FwdParams& p) {
   s.softcap = p.softcap;
   s.alibi_slopes = p.alibi_slopes;
   s.alibi_batch_stride = p.alibi_batch_stride;
+  s.sink_logits = p.sink_logits;
   s.bottom_right = p.causal_align == CausalAlign::kBottomRight;
   s.window_left = cap_window(row_mask.left);
   s.window_right = cap_window(row_mask.right);
@@ -130,6 +131,10 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* ws) {
   r.dsum = section(w.dsum);
   r.row_stats = section(w.row_stats);
   r.rows_q = p.batch * p.seqlen_q;
+  if (p.sink_logits != nullptr && p.dsink != nullptr) {
+    r.dsink_partial = section(w.dsink_part);
+    r.dsink = p.dsink;
+  }
 
   BwdGradArgs& g = k.grad;
   g.dq = p.dq.ptr;

@@ -56,6 +56,9 @@ struct ScoreArgs {
   bool bottom_right = true;   // CausalAlign::kBottomRight: shift = seqlen_k - seqlen_q
   int64_t window_left = -1;   // keys visible left of the diagonal; -1 = unbounded
   int64_t window_right = -1;  // keys visible right of the diagonal; -1 = unbounded
+  // Attention sinks: (heads_q) logits in natural-log units, in every row's softmax denominator
+  // with no value (docs/api.md); -inf turns a head's sink off; null: none.
+  const float* sink_logits = nullptr;
 };
 
 // Dropout on P (dropout.h): the keep-mask of flashlab/philox.h, keyed per (batch, head, row, col).
@@ -115,6 +118,10 @@ struct BwdRowArgs {
   // them instead of dsum when row_stats_tiles is set (cuda_sm90 sets it)
   float* row_stats = nullptr;
   bool row_stats_tiles = false;
+  // Attention sinks (ScoreArgs::sink_logits) with a dsink output: the preprocess kernel's partial
+  // sums (workspace, bwd_workspace.h) and the (heads_q) fp32 gradient; both null otherwise.
+  float* dsink_partial = nullptr;
+  float* dsink = nullptr;
 };
 
 // How the main kernel delivers dK and dV. CTA-uniform, chosen on the host.

@@ -75,14 +75,36 @@ struct OnlineSoftmax {
 
   // O /= l (times `out_scale`, the dropout 1/(1-p)); lse[r] = natural-log LSE of row r.
   // `score_scale` converts a row max into natural-log units: c / log2(e).
+  //
+  // sink: an attention sink's logit (natural-log units; −inf: none), a term e^sink in the
+  // denominator with no value. With b = m·score_scale (the row max in natural-log units) the
+  // denominator is l·e^b + e^sink; scaled by e^−mx, mx = max(b, sink), so neither exponent
+  // overflows: O = O_acc·e^(b−mx) / (l·e^(b−mx) + e^(sink−mx)), LSE = mx + log(that sum). A row
+  // without a visible key gets O = 0 and LSE = sink.
   template <typename TensorO>
-  __device__ void finalize(TensorO& o, float score_scale, float out_scale, float (&lse)[kRows]) {
+  __device__ void finalize(TensorO& o, float score_scale, float out_scale, float (&lse)[kRows],
+                           float sink = -INFINITY) {
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const float l = quad_sum(row_sum[r]);
       const bool empty = l == 0.0f;  // no visible key; a NaN input stays NaN in O and LSE
-      const float inv = empty ? 0.0f : out_scale / l;
-      lse[r] = empty ? -INFINITY : row_max[r] * score_scale + logf(l);
+      float inv;
+      if (sink == -INFINITY) {
+        inv = empty ? 0.0f : out_scale / l;
+        lse[r] = empty ? -INFINITY : row_max[r] * score_scale + logf(l);
+      } else if (empty) {
+        inv = 0.0f;
+        lse[r] = sink;
+      } else {
+        const float b = row_max[r] * score_scale;
+        const float mx = fmaxf(b, sink);
+        // exp2f, not expf: expf's slow path for large arguments needs a stack frame (a spill in
+        // ptxas's report, which fails the sm90 build)
+        const float eb = exp2f((b - mx) * kLog2e);
+        const float denom = l * eb + exp2f((sink - mx) * kLog2e);
+        inv = out_scale * eb / denom;
+        lse[r] = mx + logf(denom);
+      }
       CUTE_UNROLL
       for (int c = 0; c < size<1>(o); ++c) o(r, c) *= inv;
     }

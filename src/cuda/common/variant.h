@@ -22,10 +22,10 @@
 // if-converted the ~250 mask instructions and issued them predicated-off for every block (ncu/SASS
 // on an H200).
 //
+// Attention sinks: a per-head logit in the softmax denominator, sink_logit(); the forward's
+// OnlineSoftmax::finalize takes it, the backward sees it only through the forward's LSE, and its
+// gradient dsink_h = −Σ_rows exp(sink_h − LSE)·D is bwd_prepost.h's.
 // Hook points for the features still to come (each marked "Hook:" below):
-//   attention sinks  a per-head logit in the softmax denominator: sink_logit() (the forward's
-//                    OnlineSoftmax::finalize and the backward's LSE take it; its gradient is
-//                    −Σ_i P_i,sink · dP-terms, summed per head)
 //   FP8 inputs       per-tensor dequantization scales of Q and K folded into the softmax scale:
 //                    qk_descale(); of V into the output: v_descale()
 // A kernel is templated on its Variant, so a new variant is a new struct with these members.
@@ -86,9 +86,10 @@ struct ScoreVariant {
     premultiply = p.softcap > 0.0f || p.alibi_slopes != nullptr || !(p.softmax_scale > 0.0f);
   }
 
-  // Hook: attention sinks. The logit of the sink of this (sequence, head) in natural-log units,
-  // −inf when there is none (today always: the softmax and the LSE are unchanged by it).
-  __device__ float sink_logit() const { return -INFINITY; }
+  // Attention sinks: the logit of this head's sink in natural-log units, −inf when there is none.
+  // The forward adds it to the softmax denominator (OnlineSoftmax::finalize); the backward needs
+  // nothing else (P = exp(S − LSE) with the sink in LSE; dsink in bwd_prepost.h).
+  __device__ float sink_logit() const { return p.sink_logits ? p.sink_logits[t.head] : -INFINITY; }
   // Hook: FP8. Dequantization scales of Q·Kᵀ (folded into the softmax scale) and of V (folded into
   // the output); 1 for 16-bit inputs.
   __device__ float qk_descale() const { return 1.0f; }

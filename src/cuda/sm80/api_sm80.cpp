@@ -69,10 +69,6 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes) {
 
 Status sm80_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
-  // Attention sinks: the score variant has the hook (common/variant.h), the kernels do not use it yet.
-  if (c.sink_logits != nullptr)
-    return Status::Unsupported(std::string("sink_logits (attention sinks) is not supported by impl ") + kName +
-                               " yet: use impl reference or cpu_flash on the cpu");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
     return backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
   }));

@@ -138,7 +138,7 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
     }
 
     float lse[Traits::kRowsPerThread];
-    softmax.finalize(o, variant.lse_scale(), dropout.keep_scale(), lse);
+    softmax.finalize(o, variant.lse_scale(), dropout.keep_scale(), lse, variant.sink_logit());
     const Epilogue epilogue(params.epilogue, tile);
     epilogue.store(acc_o, lse, smem.epilogue);
   }

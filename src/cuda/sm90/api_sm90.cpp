@@ -2,7 +2,7 @@
 // supports, and its forward and backward entry points for the backend table (src/api/dispatch.cpp).
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
-//   dropout, variable-length batches (cu_seqlens), attention sinks, non-sm_90 devices; in the
+//   dropout, variable-length batches (cu_seqlens), non-sm_90 devices; in the
 //   backward also head dims outside 33..128. The deterministic backward runs here (ordered dQ
 //   reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
@@ -102,7 +102,6 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (c.dropout_p > 0.0f) return unsupported("dropout");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) return unsupported("cu_seqlens (varlen)");
-  if (c.sink_logits != nullptr) return unsupported("sink_logits (attention sinks)");
   if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 256)
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(kMaxBackwardHeadDim) + ")");

@@ -243,7 +243,7 @@ struct FlashFwdKernel {
     }
 
     float lse[Traits::kRowsPerThread];
-    softmax.finalize(o, variant.lse_scale(), /*out_scale=*/1.0f, lse);
+    softmax.finalize(o, variant.lse_scale(), /*out_scale=*/1.0f, lse, variant.sink_logit());
     const Epilogue epilogue(params.epilogue, tile);
     epilogue.store(acc_o, lse, smem.q.data(), mma_tid);
   }

@@ -3,7 +3,7 @@
 // run_fwd<dtype, head_dim>() is what the generated instantiations compile: the tile of
 // tile_size.h, the kernel from its pieces (flash_fwd_kernel.h), the TMA descriptors built on the
 // host (three cuTensorMapEncodeTiled calls inside make_tma_copy), then the launch. No host
-// synchronization, no allocation. Dropout, varlen, sinks never reach it (api_sm90.cpp).
+// synchronization, no allocation. Dropout and varlen never reach it (api_sm90.cpp).
 #pragma once
 
 #include <cuda_runtime.h>
