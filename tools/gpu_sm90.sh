@@ -15,6 +15,10 @@
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
 #     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
+#     decode-bench  python -m flashlab.bench_decode (decode against a K/V cache, TB/s: flashlab and
+#               KVCacheDecoder beside SDPA's cudnn / flash / efficient backends; DECODE_ARGS, e.g.
+#               "--page-sizes 0,16 --cache-lens 4096,65536"; DECODE_TIMEOUT, default 300 s) -> $OUT/decode,
+#               $OUT/decode.txt
 #     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU,
 #               FLASHLAB_RING_BENCH=1 timing) and test_distributed.py (gloo) -> $OUT/ring.txt
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
@@ -36,6 +40,7 @@ cd "$(dirname "$0")/.."
 PHASES=${1:-rebuild,sweep,sanitize,bench}
 OUT=${OUT:-out-gpu}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)   # absolute: the Python phases run from /tmp
 BIN=$PWD/build-carry/bin
 export LD_LIBRARY_PATH="$PWD/build-carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
@@ -122,6 +127,11 @@ if has grid; then
     --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" ${GRID_ARGS:-} --out "$OUT/grid" \
     > "$OUT/grid.txt" 2>&1; echo "grid rc $?" >> "$OUT/grid.txt")
   tail -45 "$OUT/grid.txt"
+fi
+if has decode-bench; then
+  py_setup && (cd /tmp && timeout ${DECODE_TIMEOUT:-300} python3 -m flashlab.bench_decode --out "$OUT/decode" \
+    ${DECODE_ARGS:-} > "$OUT/decode.txt" 2>&1; echo "decode-bench rc $?" >> "$OUT/decode.txt")
+  sed '/<details>/,$d' "$OUT/decode.txt" | tail -30; tail -1 "$OUT/decode.txt"   # the tables, then the rc
 fi
 if has ablation; then
   # Python-side timing (the CLI needs OpenBLAS, which does not fit beside FA4 in one transfer).

@@ -37,6 +37,8 @@ DIR/bench.png (TFLOP/s vs seqlen, one panel per head_dim x causal x pass).
     python -m flashlab.bench [--hdims 64,128,256] [--seqlens 512,...,16384] [--causal both|0|1]
         [--impls ...] [--passes fwd,bwd] [--out DIR] [--quick] [--budget-ms 150] [--cap-ms 1000]
         [--deadline SECONDS] [--resume] [--render-only]
+
+Decode (one query token against a K/V cache, TB/s): python -m flashlab.bench_decode (docs/kvcache.md).
 """
 import argparse
 import datetime
@@ -398,7 +400,7 @@ def write_outputs(records, out_dir, header):
     return md, render_plot(records, os.path.join(out_dir, "bench.png"))
 
 
-def environment(argv):
+def environment(argv, module="flashlab.bench"):
     import torch
     lines = [f"- date: {datetime.date.today().isoformat()}",
              f"- device: {torch.cuda.get_device_name()} ({torch.cuda.get_device_properties(0).multi_processor_count} SMs)",
@@ -408,7 +410,7 @@ def environment(argv):
         lines.append(f"- triton {triton.__version__}")
     except ImportError:
         pass
-    lines.append(f"- command: `python -m flashlab.bench {' '.join(argv)}`")
+    lines.append(f"- command: `python -m {module} {' '.join(argv)}`")
     return "\n".join(lines)
 
 

@@ -1,0 +1,211 @@
+"""python -m flashlab.bench_decode (python/flashlab/bench_decode.py) without a GPU: argument parsing,
+the bytes and TB/s formula, the shuffled block table, the markdown from synthetic records, main()'s
+exit code 2 without CUDA, and one benchmark point run end to end on CPU tensors (flashlab's CPU
+kernels and SDPA's CPU flash backend against the float32 reference; a stub timer)."""
+
+import json
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import flashlab.bench_decode as bd  # noqa: E402
+
+
+def test_defaults_are_the_issue_shape():
+    a = bd.parse_args([])
+    assert (a.batch, a.seqlen_q, a.heads, a.heads_kv, a.head_dim) == (32, 1, 32, 8, 128)
+    assert a.cache_lens == [1024, 4096, 16384, 65536]
+    assert a.page_sizes == [0]
+    assert a.impls == ["flashlab", "flashlab_decoder", "sdpa_cudnn", "sdpa_flash", "sdpa_efficient"]
+    assert a.budget_ms == 100.0
+    assert a.out == "bench-decode-out"
+
+
+def test_lists_and_bad_arguments():
+    a = bd.parse_args(["--cache-lens", "256, 512", "--page-sizes", "0,1,16", "--impls", "flashlab,sdpa_flash",
+                       "--seqlen-q", "4", "--heads-kv", "4", "--budget-ms", "20", "--out", "x"])
+    assert (a.cache_lens, a.page_sizes, a.impls) == ([256, 512], [0, 1, 16], ["flashlab", "sdpa_flash"])
+    assert (a.seqlen_q, a.heads_kv, a.budget_ms, a.out) == (4, 4, 20.0, "x")
+    for bad in (["--impls", "flashlab,fa9"], ["--heads-kv", "5"], ["--page-sizes", "-1"],
+                ["--cache-lens", "2", "--seqlen-q", "4"]):
+        with pytest.raises(SystemExit):
+            bd.parse_args(bad)
+
+
+def test_bytes_and_tbps():
+    # The issue shape at 64k: 32 * 65536 * 8 * 128 * 2 (K, V) * 2 bytes = 8.59 GB.
+    assert bd.kv_bytes(32, 65536, 8, 128) == 32 * 65536 * 8 * 128 * 4 == 8_589_934_592
+    assert bd.kv_bytes(1, 10, 2, 64, elem_bytes=4) == 10 * 2 * 64 * 2 * 4
+    assert bd.tbps(1e12, 1000.0) == pytest.approx(1.0)
+    assert bd.tbps(bd.kv_bytes(32, 65536, 8, 128), 2.856) == pytest.approx(3.008, abs=1e-3)
+
+
+@pytest.mark.parametrize("batch,pages", [(32, 64), (3, 7), (1, 1)])
+def test_shuffled_block_table(batch, pages):
+    t = bd.shuffled_block_table(torch, batch, pages, seed=5)
+    assert t.shape == (batch, pages) and t.dtype == torch.int32
+    assert sorted(t.flatten().tolist()) == list(range(batch * pages))          # every page exactly once
+    assert torch.equal(t, bd.shuffled_block_table(torch, batch, pages, seed=5))  # fixed seed
+    if batch * pages > 8:
+        assert not torch.equal(t.flatten(), torch.arange(batch * pages, dtype=torch.int32))  # shuffled
+    assert bd.pages_per_seq(100, 16) == 7 and bd.pages_per_seq(4096, 16) == 256
+
+
+def test_an_expanded_view_cannot_replace_the_copy():
+    """Why a peer that refuses enable_gqa gets a copy: head h -> K/V head h // group has no strides."""
+    k = torch.zeros(2, 8, 5, 4)
+    with pytest.raises(RuntimeError):
+        k.unsqueeze(2).expand(2, 8, 4, 5, 4).view(2, 32, 5, 4)
+    assert k.unsqueeze(2).expand(2, 8, 1, 5, 4).view(2, 8, 5, 4).data_ptr() == k.data_ptr()
+
+
+def _rec(impl, L, page, tbps=None, note="", max_abs=1e-3):
+    return dict(impl=impl, cache_len=L, page_size=page, batch=32, seqlen_q=1, heads=32, heads_kv=8, head_dim=128,
+                bytes=bd.kv_bytes(32, L, 8, 128), ms=(bd.kv_bytes(32, L, 8, 128) / tbps / 1e9 if tbps else None),
+                tbps=tbps, ratio=None, max_abs=max_abs, reps=10 if tbps else 0, note=note)
+
+
+def _synthetic():
+    recs = [_rec("flashlab", 1024, 0, 2.0), _rec("flashlab_decoder", 1024, 0, 2.2),
+            _rec("sdpa_flash", 1024, 0, 1.6), _rec("sdpa_cudnn", 1024, 0, 0.8),
+            _rec("sdpa_efficient", 1024, 0, 1.0, note="K/V copied to 32 heads outside the timing (...)"),
+            _rec("flashlab", 4096, 0, None, note="WRONG: max abs delta 0.3 > 0.05", max_abs=0.3),
+            _rec("flashlab_decoder", 4096, 0, 2.5), _rec("sdpa_flash", 4096, 0, 2.0),
+            _rec("sdpa_cudnn", 4096, 0, None, note="failed: RuntimeError: no kernel", max_abs=None),
+            _rec("sdpa_efficient", 4096, 0, 1.0),
+            _rec("flashlab", 1024, 16, 1.5), _rec("flashlab_decoder", 1024, 16, 1.4),
+            _rec("sdpa_flash", 1024, 16, None, note="contiguous only", max_abs=None)]
+    bd.add_ratios([r for r in recs if r["page_size"] == 0 and r["cache_len"] == 1024])
+    bd.add_ratios([r for r in recs if r["page_size"] == 0 and r["cache_len"] == 4096])
+    bd.add_ratios([r for r in recs if r["page_size"] == 16])
+    return recs
+
+
+def test_ratios_divide_by_the_best_peer_at_the_point():
+    recs = _synthetic()
+    by = {(r["impl"], r["cache_len"], r["page_size"]): r for r in recs}
+    assert by[("flashlab", 1024, 0)]["ratio"] == pytest.approx(2.0 / 1.6)
+    assert by[("flashlab_decoder", 4096, 0)]["ratio"] == pytest.approx(2.5 / 2.0)
+    assert by[("sdpa_flash", 1024, 0)]["ratio"] == pytest.approx(1.0)
+    assert by[("sdpa_cudnn", 1024, 0)]["ratio"] == pytest.approx(0.5)
+    assert by[("flashlab", 4096, 0)]["ratio"] is None          # WRONG: no TB/s
+    assert by[("flashlab", 1024, 16)]["ratio"] is None         # paged: no peer at that point
+    # The records as results.jsonl holds them (JSON-clean: no NaN, no tensors).
+    for r in recs:
+        assert json.loads(json.dumps(r)) == r
+
+
+def test_markdown():
+    md = bd.render_markdown(_synthetic(), "## header")
+    assert md.startswith("## header")
+    lines = md.splitlines()
+    assert "### contiguous cache" in lines
+    assert "### paged cache, page size 16 (shuffled block table)" in lines
+    contiguous = lines[lines.index("### contiguous cache"):]
+    assert "| impl | 1k | 4k |" in contiguous
+    assert "| flashlab | 2.00 (1.25) | WRONG |" in contiguous
+    assert "| flashlab_decoder | 2.20 (1.38) | 2.50 (1.25) |" in contiguous
+    assert "| sdpa_efficient | 1.00 (0.62)* | 1.00 (0.50) |" in contiguous   # * = a note under the table
+    assert "| sdpa_cudnn | 0.80 (0.50) | – |" in contiguous
+    assert "- flashlab: WRONG: max abs delta 0.3 > 0.05" in contiguous
+    assert "- sdpa_cudnn: failed: RuntimeError: no kernel" in contiguous
+    assert "- sdpa_efficient: K/V copied to 32 heads outside the timing (...)" in contiguous
+    paged = lines[lines.index("### paged cache, page size 16 (shuffled block table)"):]
+    assert "| flashlab | 1.50 |  |" in paged                  # no ratio: peers are contiguous only
+    assert "| sdpa_flash | – |  |" in paged
+    assert "- sdpa_flash: contiguous only" in paged
+    # Every record in the details table, with max |delta|; a | inside a note is escaped.
+    assert "| 4096 | 0 | flashlab |  |  |  | 3.00e-01 | 0 | WRONG: max abs delta 0.3 > 0.05 |" in lines
+    md = bd.render_markdown([_rec("flashlab", 1024, 0, None, note="failed: a|b")], "")
+    assert "| 1024 | 0 | flashlab |  |  |  | 1.00e-03 | 0 | failed: a\\|b |" in md.splitlines()
+    assert sum(1 for x in lines if x.startswith("| 1024 | ") or x.startswith("| 4096 | ")) == 13
+
+
+def test_main_without_cuda_returns_2(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present: main() would run the benchmark")
+    out = tmp_path / "out"
+    assert bd.main(["--out", str(out), "--cache-lens", "64"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+    assert not out.exists()
+
+
+class _Bar:
+    n = 0
+
+    def set_description(self, desc):
+        pass
+
+    def update(self, k=1):
+        self.n += k
+
+
+def _stub_timer(call, cap_ms):
+    call()
+    return 0.5, 3
+
+
+@pytest.mark.parametrize("seqlen_q", [1, 3])
+@pytest.mark.parametrize("page_size", [0, 16])
+def test_a_point_on_cpu(seqlen_q, page_size):
+    """One point end to end on CPU tensors: flashlab (CPU kernels) and SDPA's CPU flash backend
+    agree with the float32 reference (bottom-right causal at seqlen_q 3; pages through a shuffled
+    table, the last page part-filled); the CUDA-only SDPA backends become notes."""
+    try:
+        import flashlab.torch  # noqa: F401 - the extension (any build: these are CPU tensors)
+    except ImportError as e:
+        pytest.skip(f"flashlab.torch not importable: {e}")
+    args = bd.parse_args(["--batch", "3", "--heads", "8", "--heads-kv", "2", "--head-dim", "64",
+                          "--seqlen-q", str(seqlen_q), "--cache-lens", "100"])
+    bar = _Bar()
+    recs = bd.run_point(torch, args, 100, page_size, _stub_timer, bar, device="cpu")
+    assert bar.n == len(args.impls) == len(recs)
+    by = {r["impl"]: r for r in recs}
+    for name in ("flashlab", "flashlab_decoder"):
+        assert by[name]["max_abs"] < 0.02, by[name]
+        assert by[name]["note"] == ""
+        assert by[name]["tbps"] == pytest.approx(bd.tbps(bd.kv_bytes(3, 100, 2, 64), 0.5))
+    if page_size:
+        assert all(by[p]["note"] == "contiguous only" and by[p]["tbps"] is None for p in bd.PEERS)
+        assert by["flashlab"]["ratio"] is None
+    else:
+        assert by["sdpa_flash"]["max_abs"] < 0.02 and by["sdpa_flash"]["note"] == ""
+        assert by["sdpa_flash"]["ratio"] == pytest.approx(1.0)
+        assert by["flashlab"]["ratio"] == pytest.approx(1.0)        # the stub timer: equal times
+
+
+def test_reference_against_a_direct_computation():
+    """The chunked, paged reference equals a one-shot float64 computation on the contiguous K/V."""
+    args = bd.parse_args(["--batch", "5", "--heads", "4", "--heads-kv", "2", "--head-dim", "16", "--seqlen-q", "2",
+                          "--cache-lens", "40"])
+    inp = bd.make_inputs(torch, args, 40, 8, device="cpu")
+    got = bd.reference(torch, inp, chunk_bytes=1)                 # one sequence per chunk
+    k = inp["k_cache"][inp["block_table"].long()].flatten(1, 2).double()   # (B, 40, Hkv, D)
+    v = inp["v_cache"][inp["block_table"].long()].flatten(1, 2).double()
+    q = inp["q"].double()
+    s = torch.einsum("bihd,bjhd->bhij", q, k.repeat_interleave(2, dim=2)) / math.sqrt(16)
+    s = s.masked_fill(torch.tensor([[False] * 39 + [True], [False] * 40]), float("-inf"))  # bottom-right
+    want = torch.einsum("bhij,bjhd->bihd", torch.softmax(s, -1), v.repeat_interleave(2, dim=2))
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_copy_fallback_is_noted(monkeypatch):
+    """A backend that refuses enable_gqa: K/V copied outside the timing, said in the note."""
+    import torch.nn.functional as F
+
+    real = F.scaled_dot_product_attention
+
+    def no_gqa(*a, enable_gqa=False, **kw):
+        if enable_gqa:
+            raise RuntimeError("No available kernel. Aborting execution.")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", no_gqa)
+    args = bd.parse_args(["--batch", "2", "--heads", "8", "--heads-kv", "2", "--head-dim", "32", "--cache-lens", "50"])
+    inp = bd.make_inputs(torch, args, 50, 0, device="cpu")
+    shared = {}
+    call, note = bd.prepare("sdpa_flash", torch, inp, shared)
+    assert "K/V copied to 8 heads outside the timing" in note and "4x" in note and "No available kernel" in note
+    assert shared["expanded"][0].shape == (2, 8, 50, 32)
+    assert bd.check(call(), bd.reference(torch, inp)) < 0.02
