@@ -69,7 +69,7 @@ else
     local label=$1
     shift
     env "$@" timeout 240 python3 -m pytest -rs --durations=10 python/tests/test_torch.py \
-      python/tests/test_flash_attn.py >"$OUT/torch_$label.log" 2>&1
+      python/tests/test_torch_sinks.py python/tests/test_flash_attn.py >"$OUT/torch_$label.log" 2>&1
     local rc=$?
     summary+=("torch tests ($label) rc=$rc: $(tail -1 "$OUT/torch_$label.log")")
     return $rc

@@ -145,8 +145,9 @@ def _plan(step: int, rank: int, world: int, causal: bool, n: int):
 
 def _options(scale, causal):
     # flashlab::fwd / bwd options after (q, k, v) / (dout, q, k, v, out, lse): no varlen, ALiBi,
-    # dropout, window or softcap; equal lengths on the diagonal, so either causal alignment fits.
-    return (None, None, 0, 0, None, None, scale, causal, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
+    # sinks, dropout, window or softcap; equal lengths on the diagonal, so either causal alignment
+    # fits. (bwd takes one more argument, sink_grad: False here.)
+    return (None, None, 0, 0, None, None, None, scale, causal, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
 
 
 def _seq(t: Tensor, s: slice) -> Tensor:
@@ -202,7 +203,7 @@ def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
         if plan is not None:
             qs, ks, c = plan
             g = _BWD(_seq(dout, qs), _seq(q, qs), _seq(kv[0], ks), _seq(kv[1], ks), _seq(out, qs),
-                     _lse_seq(lse, qs), *_options(scale, c))  # fmt: skip
+                     _lse_seq(lse, qs), *_options(scale, c), False)  # fmt: skip
             dq[:, qs] += g[0].float()
             dk_i[:, ks] += g[1].float()
             dv_i[:, ks] += g[2].float()

@@ -30,6 +30,10 @@ every feature (causal in both alignments, sliding window, softcap, ALiBi, dropou
 what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
 library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
 
+Attention sinks (``sink_logits``, fp32 (heads_q,), learnable) are one more optional input of both
+ops; ``flashlab::bwd`` also returns their gradient (dsink), computed only when the autograd kernel
+asks for it (sink_logits requires grad): see "The ops".
+
 Inference against a K/V cache (docs/kvcache.md), in _torch_kvcache.py with the same conventions:
 ``attention_with_kvcache`` / ``attention_combine`` through the ops ``flashlab::kvcache_attention``
 (k_cache / v_cache declared mutated: the in-place append) and ``flashlab::kvcache_combine``, and
@@ -122,16 +126,18 @@ def _lse_shape(q: Tensor, varlen: bool) -> List[int]:
     return [q.shape[0], q.shape[2], q.shape[1]]
 
 
-def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
-             softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p,
-             impl) -> dict:  # fmt: skip
+def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
+             rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
+             dropout_p, impl) -> dict:  # fmt: skip
     seed, offset = _rng(rng_state, dropout_p)
     varlen = cu_seqlens_q is not None
+    if sink_logits is not None:  # the C++ layer needs stride 1 (a 1-D view with a step is copied)
+        sink_logits = _last_dim_contiguous(sink_logits)
     return dict(
         softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
         window_left=window_left, window_right=window_right, softcap=softcap,
-        alibi_slopes=_capsule(alibi_slopes), dropout_p=dropout_p, dropout_seed=seed,
-        dropout_offset=offset, cu_seqlens_q=_capsule(cu_seqlens_q),
+        alibi_slopes=_capsule(alibi_slopes), sink_logits=_capsule(sink_logits), dropout_p=dropout_p,
+        dropout_seed=seed, dropout_offset=offset, cu_seqlens_q=_capsule(cu_seqlens_q),
         cu_seqlens_k=_capsule(cu_seqlens_k), max_seqlen_q=max_seqlen_q if varlen else None,
         max_seqlen_k=max_seqlen_k if varlen else None, impl=impl,
     )  # fmt: skip
@@ -144,26 +150,37 @@ def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slope
 # the fake kernels and the autograd formula are what custom_op + register_fake + register_autograd
 # would register, but the autograd kernel is ours. custom_op's (torch 2.15) rebuilds every call's
 # default arguments from op._schema.arguments, a list re-created on each access: about 50 us a call
-# for these 18 arguments, more than everything else in the call together.
+# for the 18 arguments the forward had then, more than everything else in the call together.
 _lib = torch.library.Library("flashlab", "DEF")
 _OPTIONS = (
     "Tensor? cu_seqlens_q, Tensor? cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k, "
-    "Tensor? alibi_slopes, Tensor? rng_state, float? softmax_scale, bool causal, str causal_align, "
-    "SymInt window_left, SymInt window_right, float softcap, float dropout_p, bool deterministic, str impl"
+    "Tensor? alibi_slopes, Tensor? sink_logits, Tensor? rng_state, float? softmax_scale, bool causal, "
+    "str causal_align, SymInt window_left, SymInt window_right, float softcap, float dropout_p, "
+    "bool deterministic, str impl"
 )
 _lib.define("fwd(Tensor q, Tensor k, Tensor v, " + _OPTIONS + ") -> (Tensor, Tensor)",
             tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
+# The backward has one argument of its own, after the shared options: `sink_grad`, whether to
+# compute dL/dsink_logits (the autograd kernel passes "sink_logits requires grad"). Its 4th result
+# is that gradient, fp32 (heads_q,), when sink_grad and sink_logits is given, else an empty (0,)
+# tensor: an op cannot return None, and a fixed arity keeps one schema for every call. Frozen sinks
+# (given, not learned) thus cost no allocation and let the library skip the reduction (a null
+# BwdParams::dsink); dq, dk, dv still need sink_logits: the forward's LSE includes the sinks.
 _lib.define("bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, " + _OPTIONS
-            + ") -> (Tensor, Tensor, Tensor)", tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
-# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (15 of them).
-_N_OPTION_INPUTS = 15
+            + ", bool sink_grad) -> (Tensor, Tensor, Tensor, Tensor)",
+            tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
+# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (16 of them).
+_N_OPTION_INPUTS = 16
+# sink_logits' place among _FwdFunction.forward's inputs after ctx (keyset, q, k, v, cu_seqlens_q,
+# cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits, ...): ctx.needs_input_grad's index.
+_SINK_INPUT = 9
 
 
 def _fwd(
     q: Tensor, k: Tensor, v: Tensor,
     cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
     max_seqlen_q: int, max_seqlen_k: int,
-    alibi_slopes: Optional[Tensor], rng_state: Optional[Tensor],
+    alibi_slopes: Optional[Tensor], sink_logits: Optional[Tensor], rng_state: Optional[Tensor],
     softmax_scale: Optional[float], causal: bool, causal_align: str,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
     deterministic: bool, impl: str,
@@ -172,8 +189,8 @@ def _fwd(
     q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32, device=q.device)
-    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
-                       softmax_scale, causal, causal_align, window_left, window_right, softcap,
+    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
+                       rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
     _call(_core.forward, q, q, k, v, out, lse, **options)
     return out, lse
@@ -184,29 +201,39 @@ def _fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, *args):
     return q.new_empty(q.shape), q.new_empty(lse_shape, dtype=torch.float32)
 
 
+def _dsink_shape(q: Tensor, sink_logits: Optional[Tensor], sink_grad: bool) -> List[int]:
+    """(heads_q,) when the backward computes dsink, else (0,); q.shape[-2] is heads_q in both layouts."""
+    return [q.shape[-2] if sink_grad and sink_logits is not None else 0]
+
+
 def _bwd(
     dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
     cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
     max_seqlen_q: int, max_seqlen_k: int,
-    alibi_slopes: Optional[Tensor], rng_state: Optional[Tensor],
+    alibi_slopes: Optional[Tensor], sink_logits: Optional[Tensor], rng_state: Optional[Tensor],
     softmax_scale: Optional[float], causal: bool, causal_align: str,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
-    deterministic: bool, impl: str,
-) -> Tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    """flashlab::bwd -> (dq, dk, dv), contiguous, shaped like q, k, v."""
+    deterministic: bool, impl: str, sink_grad: bool,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
+    """flashlab::bwd -> (dq, dk, dv, dsink): dq, dk, dv contiguous, shaped like q, k, v; dsink fp32
+    (heads_q,) with sink_grad and sink_logits, else (0,) (see the schema)."""
     dout, q, k, v, out = (_last_dim_contiguous(t) for t in (dout, q, k, v, out))
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, rng_state,
-                       softmax_scale, causal, causal_align, window_left, window_right, softcap,
+    want_dsink = sink_grad and sink_logits is not None
+    dsink = torch.empty(_dsink_shape(q, sink_logits, sink_grad), dtype=torch.float32, device=q.device)
+    options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
+                       rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
-    _call(_core.backward, q, dout, q, k, v, out, lse, dq, dk, dv, deterministic=deterministic, **options)
-    return dq, dk, dv
+    _call(_core.backward, q, dout, q, k, v, out, lse, dq, dk, dv, deterministic=deterministic,
+          dsink=_capsule(dsink) if want_dsink else None, **options)  # fmt: skip
+    return dq, dk, dv, dsink
 
 
-def _bwd_fake(dout, q, k, v, *args):
-    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+def _bwd_fake(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sink_logits, *args):
+    dsink = q.new_empty(_dsink_shape(q, sink_logits, args[-1]), dtype=torch.float32)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsink
 
 
 # Kernels for every backend (what custom_op registers for device_types=None), and the fake ones.
@@ -220,13 +247,15 @@ _BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 
 
 class _FwdFunction(torch.autograd.Function):
-    """flashlab::fwd with flashlab::bwd as its derivative; LSE is not differentiable."""
+    """flashlab::fwd with flashlab::bwd as its derivative, for q, k, v and sink_logits; LSE is not
+    differentiable."""
 
     @staticmethod
-    def forward(ctx, keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, rng_state, *scalars):
+    def forward(ctx, keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state, *scalars):
         with torch._C._AutoDispatchBelowAutograd():
-            out, lse = _FWD.redispatch(keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, rng_state, *scalars)
-        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, rng_state)
+            out, lse = _FWD.redispatch(keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
+                                       *scalars)  # fmt: skip
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, sinks, rng_state)
         ctx.scalars = (max_q, max_k) + scalars
         # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
         ctx.mark_non_differentiable(lse)
@@ -239,15 +268,19 @@ class _FwdFunction(torch.autograd.Function):
     def backward(ctx, dout, _dlse):
         if dout is None:  # only LSE was used downstream: nothing flows back
             return (None,) * (4 + _N_OPTION_INPUTS)
-        q, k, v, out, lse, cu_q, cu_k, alibi, rng_state = ctx.saved_tensors
+        q, k, v, out, lse, cu_q, cu_k, alibi, sinks, rng_state = ctx.saved_tensors
         max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
-        dq, dk, dv = _BWD(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, rng_state, scale,
-                          causal, align, wl, wr, softcap, p, deterministic, impl)  # fmt: skip
-        return (None, dq, dk, dv) + (None,) * _N_OPTION_INPUTS
+        sink_grad = ctx.needs_input_grad[_SINK_INPUT]  # False without sinks (None needs no grad)
+        dq, dk, dv, dsink = _BWD(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
+                                 scale, causal, align, wl, wr, softcap, p, deterministic, impl, sink_grad)  # fmt: skip
+        grads = [None, dq, dk, dv] + [None] * _N_OPTION_INPUTS
+        grads[_SINK_INPUT] = dsink if sink_grad else None
+        return tuple(grads)
 
 
 class _BwdFunction(torch.autograd.Function):
-    """flashlab::bwd under autograd: no derivative (double backward is not supported)."""
+    """flashlab::bwd under autograd (create_graph=True): no derivative (double backward, of
+    dq/dk/dv/dsink in anything, is not supported)."""
 
     @staticmethod
     def forward(ctx, keyset, *args):
@@ -261,7 +294,7 @@ class _BwdFunction(torch.autograd.Function):
 
 def _fwd_autograd(keyset, *args):
     keyset = keyset & _BELOW_AUTOGRAD
-    if torch.is_grad_enabled() and _any_requires_grad(*args):
+    if torch.is_grad_enabled() and _any_requires_grad(*args):  # q, k, v or sink_logits
         return _FwdFunction.apply(keyset, *args)
     with torch._C._AutoDispatchBelowAutograd():
         return _FWD.redispatch(keyset, *args)
@@ -293,15 +326,36 @@ def _rng_state(dropout_p: float, generator: Optional[torch.Generator], offset: i
     return torch.cat([seed, torch.full((1,), offset, dtype=torch.int64)])
 
 
+def _check_sink_logits(q: Tensor, sink_logits) -> None:
+    """The C++ layer checks sink_logits too, but in its terms (DLPack dtype codes, device ids); here
+    the message speaks torch. No implicit cast to fp32: a bf16 parameter would silently get its
+    gradient through a cast the caller did not write; `sink_logits.float()` is that cast, explicit
+    (and differentiable)."""
+    if not isinstance(sink_logits, Tensor):
+        raise TypeError(f"flashlab: sink_logits must be a torch.Tensor (float32, (heads_q,)), "
+                        f"not {type(sink_logits).__name__}")  # fmt: skip
+    heads_q = q.shape[-2]  # (batch, seqlen, heads, dim) or packed (total, heads, dim)
+    if sink_logits.dtype != torch.float32:
+        raise FlashlabError(f"sink_logits.dtype ({sink_logits.dtype}) must be torch.float32: one fp32 logit per "
+                            "query head (sink_logits.float() converts a parameter, differentiably)")  # fmt: skip
+    if sink_logits.dim() != 1 or sink_logits.shape[0] != heads_q:
+        raise FlashlabError(f"sink_logits.shape {tuple(sink_logits.shape)} must be (heads_q,) = ({heads_q},): "
+                            "one logit per query head")  # fmt: skip
+    if sink_logits.device != q.device:
+        raise FlashlabError(f"sink_logits is on {sink_logits.device}; it must be on q's device ({q.device})")
+
+
 def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
                softmax_scale=None, causal=False, causal_align="bottom_right", window=(-1, -1),
-               softcap=0.0, alibi_slopes=None, dropout_p=0.0, generator=None, dropout_offset=0,
-               deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
+               softcap=0.0, alibi_slopes=None, sink_logits=None, dropout_p=0.0, generator=None,
+               dropout_offset=0, deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
     """(out, lse) through flashlab::fwd; shared by attention() and flash_attn_interface."""
+    if sink_logits is not None:
+        _check_sink_logits(q, sink_logits)
     rng_state = _rng_state(dropout_p, generator, dropout_offset)
     return _FWD(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
-        rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
+        sink_logits, rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
         float(softcap), float(dropout_p), deterministic, impl,
     )  # fmt: skip
 
@@ -316,6 +370,7 @@ def attention(
     window: Tuple[int, int] = (-1, -1),
     softcap: float = 0.0,
     alibi_slopes: Optional[Tensor] = None,
+    sink_logits: Optional[Tensor] = None,
     dropout_p: float = 0.0,
     generator: Optional[torch.Generator] = None,
     dropout_offset: int = 0,
@@ -341,13 +396,21 @@ def attention(
         window: (left, right) sliding window around the diagonal; -1 = unbounded.
         softcap: > 0 replaces each score s by softcap * tanh(s / softcap).
         alibi_slopes: fp32 (heads_q,) or (batch, heads_q): s -= slope * |i + shift - j|.
+        sink_logits: attention sinks (gpt-oss; FA3's "learnable sink"): fp32 (heads_q,) on q's
+            device, one logit per query head that joins every row's softmax denominator and carries
+            no value: lse = log(exp(sink_h) + sum_j exp(s_ij)), out = sum_j exp(s_ij - lse) v_j,
+            with s the final scores (after scale, softcap, ALiBi; the sink itself is not scaled).
+            A row that sees no key gets out 0 and lse = sink_h; -inf is no sink. Learnable: when
+            it requires grad, backward gives its gradient, dL/dsink_h = -sum over the batch and
+            the rows of head h of exp(sink_h - lse_i) * D_i, D_i = dout_i . out_i (frozen sinks,
+            not requiring grad, get none computed). docs/algorithm.md, "Attention sinks".
         dropout_p: dropout on the attention probabilities. The mask comes from flashlab's Philox
             keying (docs/dropout.md), seeded from ``generator`` (a CPU torch.Generator; default
             torch's global one) and ``dropout_offset``.
         deterministic: a backward pass without order-dependent atomics.
         impl: "auto" or an implementation name from ``flashlab.implementations()``.
         return_lse: also return the log-sum-exp, fp32 (batch, heads_q, seqlen_q) or
-            (heads_q, total_q) when packed. It is not differentiable.
+            (heads_q, total_q) when packed, sinks included. It is not differentiable.
 
     Returns:
         ``out`` (like q), or ``(out, lse)`` when ``return_lse``.
@@ -356,7 +419,7 @@ def attention(
         q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
         max_seqlen_k=max_seqlen_k, softmax_scale=softmax_scale, causal=causal,
         causal_align=causal_align, window=window, softcap=softcap, alibi_slopes=alibi_slopes,
-        dropout_p=dropout_p, generator=generator, dropout_offset=dropout_offset,
+        sink_logits=sink_logits, dropout_p=dropout_p, generator=generator, dropout_offset=dropout_offset,
         deterministic=deterministic, impl=impl,
     )  # fmt: skip
     return (out, lse) if return_lse else out

@@ -156,10 +156,10 @@ def test_cpu_lse_is_not_differentiable_and_errors_surface():
 def test_opcheck():
     """torch.library.opcheck: schema, fake (meta) kernels, autograd registration, AOT dispatch."""
     q, k, v, dout = inputs((2, 17, 23, 4, 2, 32), torch.float32, "cpu", seed=7)
-    args = (q, k, v, None, None, 0, 0, None, None, None, True, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
+    args = (q, k, v, None, None, 0, 0, None, None, None, None, True, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
     torch.library.opcheck(torch.ops.flashlab.fwd.default, args)
     out, lse = torch.ops.flashlab.fwd(*args)
-    bwd_args = (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse) + args[3:]
+    bwd_args = (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse) + args[3:] + (False,)  # no dsink
     torch.library.opcheck(torch.ops.flashlab.bwd.default, bwd_args)
 
 
