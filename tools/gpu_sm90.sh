@@ -12,7 +12,7 @@
 #               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*')
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
-#     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests
+#     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
 #     grid      python -m flashlab.bench over the issue's grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     decode-bench  python -m flashlab.bench_decode (decode against a K/V cache, TB/s: flashlab and
@@ -111,7 +111,7 @@ print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
 if has python; then
   py_setup && (cd /tmp && timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
     "$OLDPWD/python/tests/test_flash_attn.py" "$OLDPWD/python/tests/test_torch_kvcache.py" \
-    "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
+    "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" "$OLDPWD/python/tests/test_torch_sinks.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
   grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14
 fi
 if has ring; then
