@@ -508,7 +508,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
   // FLASHLAB_SM80_BWD_SWEEP_RUN=1: n counts the configurations the implementation runs; the cases
   // it leaves to another implementation (or that are not built) are drawn on top, up to 20 n draws.
   const bool count_run = env_int("FLASHLAB_SM80_BWD_SWEEP_RUN", 0) != 0;
-  int ran = 0, skipped = 0, routed = 0, failed = 0;
+  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0;
   double worst = 0;
   for (int i = 0; count_run ? (ran < n && i < 20 * n) : i < n; ++i) {
     const SweepCase c = random_case(rng, env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30));
@@ -539,6 +539,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
     const Status st = run_backward(dev, GetParam(), c.scale, c.deterministic);
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ++ran;
+    with_sinks += pb.spec.sinks ? 1 : 0;
     const Problem exact = exact_backward(pb, c.scale);
     const Problem same = same_precision_backward(pb, c.scale);
     double used = 0, floors[2];
@@ -554,9 +555,10 @@ TEST_P(CudaBackwardImpl, Sweep) {
     }
   }
   std::printf(
-      "[ sweep    ] %s: %d configurations run, %d skipped (not built), %d left to another impl, %d failed; "
+      "[ sweep    ] %s: %d configurations run (%d with sinks), %d skipped (not built), %d left to another impl, "
+      "%d failed; "
       "worst uses %.2f of the tolerance\n",
-      flashlab::to_string(GetParam()), ran, skipped, routed, failed, worst);
+      flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed, worst);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 

@@ -394,7 +394,7 @@ TEST_P(CudaForwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_SEED", 2024)));
-  int ran = 0, skipped = 0, routed = 0, failed = 0;
+  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0;
   for (int i = 0; i < n; ++i) {
     const SweepCase c = random_case(rng);
     Problem pb(c.spec);
@@ -414,6 +414,7 @@ TEST_P(CudaForwardImpl, Sweep) {
     }
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ++ran;
+    with_sinks += pb.spec.sinks ? 1 : 0;
     const Problem exact = exact_forward(pb, c.scale);
     const std::string why = check_forward(pb.out, pb.lse, exact, pb.spec.dtype, lse_count(pb));
     const int64_t pad = written_padding(pb.out);
@@ -424,8 +425,10 @@ TEST_P(CudaForwardImpl, Sweep) {
       if (failed >= 20) break;  // enough to diagnose
     }
   }
-  std::printf("[ sweep    ] %s: %d configurations run, %d skipped (not built), %d left to another impl, %d failed\n",
-              flashlab::to_string(GetParam()), ran, skipped, routed, failed);
+  std::printf(
+      "[ sweep    ] %s: %d configurations run (%d with sinks), %d skipped (not built), %d left to another impl, "
+      "%d failed\n",
+      flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
