@@ -86,33 +86,11 @@ template <typename T>
 __device__ __forceinline__ T round_to_dtype(double x);
 template <>
 __device__ __forceinline__ float round_to_dtype(double x) { return __double2float_rn(x); }
-// Conversions between float and double cost a quarter-rate instruction each on sm_90 (F2F, 16 per
-// clock per SM), and the rotary append needs five per element: with them it ran at 0.72 of a copy
-// (H100, 2026-11-24). For normal numbers both directions are exact bit arithmetic on the integer
-// pipes; zeros, subnormals, infinities and NaN (rare) take the instruction.
-__device__ __forceinline__ double f32_to_f64(float f) {
-  const uint32_t u = __float_as_uint(f);
-  const uint32_t e = (u >> 23) & 0xffu;
-  if (e == 0u || e == 0xffu) return static_cast<double>(f);
-  // same sign, exponent rebiased (1023 − 127 = 896), the 23 fraction bits at the top of the 52
-  return __longlong_as_double(static_cast<long long>((uint64_t(u >> 31) << 63) | (uint64_t(e + 896u) << 52) |
-                                                     (uint64_t(u & 0x7fffffu) << 29)));
-}
-__device__ __forceinline__ float round_to_odd_float_slow(double x) {
+__device__ __forceinline__ float round_to_odd_float(double x) {
   float f = __double2float_rn(x);
   if (isfinite(f) && static_cast<double>(f) != x && (__float_as_uint(f) & 1u) == 0u)
     f = nextafterf(f, x > static_cast<double>(f) ? INFINITY : -INFINITY);
   return f;
-}
-// Round to odd = truncate the fraction to 23 bits and set the last one if anything was cut off (of
-// the two fp32 neighbours of an inexact x, the odd one): for x in fp32's normal range, bits only.
-__device__ __forceinline__ float round_to_odd_float(double x) {
-  const uint64_t b = static_cast<uint64_t>(__double_as_longlong(x));
-  const uint32_t e = static_cast<uint32_t>(b >> 52) & 0x7ffu;
-  if (e < 897u || e > 1150u) return round_to_odd_float_slow(x);  // fp32 exponent outside [1, 254]
-  const uint64_t frac = b & ((uint64_t(1) << 52) - 1);
-  const uint32_t m = static_cast<uint32_t>(frac >> 29) | ((frac & ((uint64_t(1) << 29) - 1)) != 0 ? 1u : 0u);
-  return __uint_as_float((static_cast<uint32_t>(b >> 63) << 31) | ((e - 896u) << 23) | m);
 }
 template <>
 __device__ __forceinline__ __half round_to_dtype(double x) { return __float2half_rn(round_to_odd_float(x)); }
@@ -166,8 +144,8 @@ __device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int 
     k = e >> 1;
     partner = e ^ 1;
   }
-  const double c = f32_to_f64(p.cos[pos * half + k]), s = f32_to_f64(p.sin[pos * half + k]);
-  const double self = f32_to_f64(elem_to_float(x[e])), other = f32_to_f64(elem_to_float(x[partner]));
+  const double c = p.cos[pos * half + k], s = p.sin[pos * half + k];
+  const double self = elem_to_float(x[e]), other = elem_to_float(x[partner]);
   const double x0 = first ? self : other, x1 = first ? other : self;
   return round_to_dtype<T>(first ? x0 * c - x1 * s : x0 * s + x1 * c);
 }
@@ -211,9 +189,9 @@ __device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, in
     load_floats<kVec>(p.sin + pos * half + k0, s);
 #pragma unroll
     for (int u = 0; u < kVec; ++u) {
-      const double self = f32_to_f64(elem_to_float(el[u])), oth = f32_to_f64(elem_to_float(other[u]));
+      const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
       const double x0 = first ? self : oth, x1 = first ? oth : self;
-      const double cu = f32_to_f64(c[u]), su = f32_to_f64(s[u]);
+      const double cu = c[u], su = s[u];
       el[u] = round_to_dtype<T>(first ? x0 * cu - x1 * su : x0 * su + x1 * cu);
     }
   } else {
@@ -222,8 +200,8 @@ __device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, in
     load_floats<kVec / 2>(p.sin + pos * half + e0 / 2, s);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
-      const double x0 = f32_to_f64(elem_to_float(el[2 * j])), x1 = f32_to_f64(elem_to_float(el[2 * j + 1]));
-      const double cj = f32_to_f64(c[j]), sj = f32_to_f64(s[j]);
+      const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
+      const double cj = c[j], sj = s[j];
       el[2 * j] = round_to_dtype<T>(x0 * cj - x1 * sj);
       el[2 * j + 1] = round_to_dtype<T>(x0 * sj + x1 * cj);
     }
