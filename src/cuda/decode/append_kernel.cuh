@@ -86,22 +86,11 @@ template <typename T>
 __device__ __forceinline__ T round_to_dtype(double x);
 template <>
 __device__ __forceinline__ float round_to_dtype(double x) { return __double2float_rn(x); }
-__device__ __forceinline__ float round_to_odd_float_slow(double x) {
+__device__ __forceinline__ float round_to_odd_float(double x) {
   float f = __double2float_rn(x);
   if (isfinite(f) && static_cast<double>(f) != x && (__float_as_uint(f) & 1u) == 0u)
     f = nextafterf(f, x > static_cast<double>(f) ? INFINITY : -INFINITY);
   return f;
-}
-// Round to odd = round toward zero, then set the last bit if anything was cut off. Where the result
-// is a normal fp32 number (double exponent 897 ... 1150) the cut-off bits are the low 29 of the
-// double's fraction, all in its low 32-bit word: one conversion (cvt.rz) and integer tests, instead
-// of the slow path's two conversions and compares (the rotary append is bound by these
-// instructions: 0.72 of a copy with the slow path, H100 2026-11-24).
-__device__ __forceinline__ float round_to_odd_float(double x) {
-  const uint32_t e = (static_cast<uint32_t>(__double2hiint(x)) >> 20) & 0x7ffu;
-  if (e < 897u || e > 1150u) return round_to_odd_float_slow(x);
-  const uint32_t cut = static_cast<uint32_t>(__double2loint(x)) & 0x1fffffffu;
-  return __uint_as_float(__float_as_uint(__double2float_rz(x)) | (cut != 0u ? 1u : 0u));
 }
 template <>
 __device__ __forceinline__ __half round_to_dtype(double x) { return __float2half_rn(round_to_odd_float(x)); }
