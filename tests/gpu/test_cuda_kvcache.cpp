@@ -3,7 +3,8 @@
 // same 16-bit inputs.
 //
 // Sweep (attention): bf16 / fp16; head dims 64, 128, 256 and off-bucket 40, 72, 200; GQA groups 1,
-// 4, 8; seqlen_q 1..7; ragged cache lengths including 0; contiguous caches (with and without
+// 4, 8; seqlen_q 1..16; ragged cache lengths including 0, and 5 % long caches (B 1, 4k-64k keys);
+// contiguous caches (with and without
 // cache_batch_idx) and paged ones (page sizes 1, 3, 16, 64, 256; NHD and HND); leftpad; causal,
 // windows, softcap, ALiBi; splits auto / 1 / 3 / 7 and fixed split sizes; the fused append
 // (seqlen_new 1..17) with rotary (NeoX / interleaved, rotary_dim = head_dim or about half), sinks;
@@ -98,13 +99,17 @@ TEST(CudaKvCache, SweepAgainstReference) {
   };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   std::normal_distribution<float> n01(0.f, 1.f);
-  int failed = 0, ran = 0;
+  int failed = 0, ran = 0, ran_long = 0, ran_sq16 = 0;
   for (int it = 0; it < n_cases && failed < 10; ++it) {
     const DType dt = chance(0.5) ? DType::kBFloat16 : DType::kFloat16;
     const int64_t d = pick({64, 128, 256, 40, 72, 200, 128, 128});
     const int64_t hk = pick({1, 2, 4}), group = pick({1, 4, 8}), hq = hk * group;
-    const int64_t B = pick({1, 2, 3, 5});
-    const int64_t sq = chance(0.6) ? 1 : pick({2, 4, 7});
+    // Long caches (8k-64k keys, issue 14's range) on a small batch and few query rows, so the CPU
+    // float64 reference stays a few seconds; otherwise up to 3000 keys.
+    const bool long_cache = chance(0.05);
+    const int64_t B = long_cache ? 1 : pick({1, 2, 3, 5});
+    const int64_t sq = chance(0.6) ? 1 : long_cache ? pick({2, 4}) : pick({2, 4, 7, 16});
+    const int64_t long_len = pick({8192, 16384, 65536});
     // The fused append (k_new / v_new appended before the attention), rotary, sinks, and which
     // impl names the CUDA path (auto picks it on a CUDA device; cuda_sm90 is an alias).
     const int64_t snew = chance(0.4) ? pick({1, 1, 2, 7, 17}) : 0;
@@ -121,7 +126,10 @@ TEST(CudaKvCache, SweepAgainstReference) {
     const bool causal = chance(0.5);
     int64_t maxlen = 1;
     for (int64_t b = 0; b < B; ++b) {
-      lens[b] = static_cast<int32_t>(chance(0.1) ? 0 : std::uniform_int_distribution<int>(1, chance(0.2) ? 3000 : 300)(rng));
+      lens[b] = static_cast<int32_t>(
+          long_cache ? std::uniform_int_distribution<int64_t>(long_len / 2, long_len)(rng)
+          : chance(0.1) ? 0
+                        : std::uniform_int_distribution<int>(1, chance(0.2) ? 3000 : 300)(rng));
       if (use_lp && lens[b] > 0) lpad[b] = std::uniform_int_distribution<int>(0, lens[b])(rng);
       // causal / window / rotary need seqlen_q <= the attended length (after the append)
       if (lens[b] - lpad[b] + snew < sq) lens[b] = static_cast<int32_t>(lpad[b] + sq - snew);
@@ -288,6 +296,8 @@ TEST(CudaKvCache, SweepAgainstReference) {
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
     ++ran;
+    ran_long += long_cache ? 1 : 0;
+    ran_sq16 += sq == 16 ? 1 : 0;
     const std::vector<uint16_t> out = dout.get(q.size());
     const std::vector<float> lse = dlse.get(lse_ref.size());
     // The fused append stores bit for bit what the reference stores (NaN slots included).
@@ -314,8 +324,8 @@ TEST(CudaKvCache, SweepAgainstReference) {
                     << (nan ? " NaN in the output" : "") << (cache_same ? "" : " cache differs after the append");
     }
   }
-  std::printf("[ kv sweep ] kernel %s: %d cases run, %d failed\n",
-              detail::decode_kernel_name(detail::decode_kernel()), ran, failed);
+  std::printf("[ kv sweep ] kernel %s: %d cases run (%d with a 4k-64k cache, %d with seqlen_q 16), %d failed\n",
+              detail::decode_kernel_name(detail::decode_kernel()), ran, ran_long, ran_sq16, failed);
 }
 
 // FLASHLAB_KV_BENCH=1: decode bandwidth at issue 14's shapes, bf16, hdim 128, median of 20 timed
