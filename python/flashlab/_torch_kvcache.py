@@ -14,6 +14,10 @@ Ops (schemas in _KV_SCHEMA below):
 * ``flashlab::kvcache_combine(out_partial, lse_partial, out_dtype?) -> (out, lse)`` and
   ``flashlab::kvcache_combine_out(out_partial, lse_partial, out!, lse!) -> ()``: the split merge.
 
+``check_device_data`` (a schema argument, False by default in the Python functions) is the one
+exception to "no host sync": on CUDA it copies the int32 side tensors to the host and checks them
+first (docs/kvcache.md, "Validation"), so the kernels refuse it during CUDA-graph capture.
+
 Kernels are registered for every device: the C++ library decides (CPU tensors run ``cpu_flash`` or
 ``reference``; CUDA tensors the CUDA decode kernel where the build has it, else
 ``flashlab.UnsupportedError``).
@@ -36,8 +40,8 @@ _KV_SCHEMA = (
     "Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? k, Tensor? v, "
     "Tensor? rotary_cos, Tensor? rotary_sin, bool rotary_interleaved, Tensor? cache_batch_idx, "
     "Tensor? cache_leftpad, Tensor? block_table, str page_layout, float? softmax_scale, bool causal, "
-    "int window_left, int window_right, float softcap, Tensor? alibi_slopes, int num_splits, int split_size, "
-    "str impl"
+    "int window_left, int window_right, float softcap, Tensor? alibi_slopes, Tensor? sink_logits, int num_splits, "
+    "int split_size, bool check_device_data, str impl"
 )
 _TAGS = (torch.Tag.pt2_compliant_tag,)
 _lib.define("kvcache_attention(" + _KV_SCHEMA + ") -> (Tensor, Tensor)", tags=_TAGS)
@@ -54,10 +58,16 @@ _lib.define("kvcache_combine_out(Tensor out_partial, Tensor lse_partial, Tensor(
 # ---------------------------------------------------------------------------------------------
 def _launch(fn, q: Tensor, workspace: Optional[Tensor], *capsules, **options):
     """fn(*capsules, **options) on q's device and current stream. The workspace: `workspace` when
-    given (the binding checks it is large enough), else torch.empty on the current device."""
+    given (the binding checks it is large enough), else torch.empty on the current device. Refuses
+    check_device_data (a host synchronization) inside CUDA-graph capture."""
     if not q.is_cuda:
         fn(*capsules, stream=0, **options)
         return
+    if options.get("check_device_data") and torch.cuda.is_current_stream_capturing():
+        # The host copy would synchronize the stream, which breaks (invalidates) the capture.
+        raise FlashlabError("check_device_data copies cache_seqlens / block_table / ... to the host and "
+                            "synchronizes the stream: not allowed during CUDA-graph capture (pass "
+                            "check_device_data=False, or plan the KVCacheDecoder without it)")  # fmt: skip
     alloc = _allocate_workspace if workspace is None else (lambda nbytes: to_dlpack(workspace))
     if q.device.index == torch.cuda.current_device():
         fn(*capsules, stream=_current_stream(q.device), workspace=alloc, **options)
@@ -67,8 +77,8 @@ def _launch(fn, q: Tensor, workspace: Optional[Tensor], *capsules, **options):
 
 
 def _kv_options(k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad, block_table,
-                page_layout, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, num_splits,
-                split_size, impl) -> dict:  # fmt: skip
+                page_layout, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, sink_logits,
+                num_splits, split_size, check_device_data, impl) -> dict:  # fmt: skip
     return dict(
         k=_capsule(None if k is None else _last_dim_contiguous(k)),
         v=_capsule(None if v is None else _last_dim_contiguous(v)),
@@ -76,7 +86,8 @@ def _kv_options(k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_id
         cache_batch_idx=_capsule(cache_batch_idx), cache_leftpad=_capsule(cache_leftpad),
         block_table=_capsule(block_table), page_layout=page_layout, softmax_scale=softmax_scale, causal=causal,
         window_left=window_left, window_right=window_right, softcap=softcap, alibi_slopes=_capsule(alibi_slopes),
-        num_splits=num_splits, split_size=split_size, impl=impl,
+        sink_logits=_capsule(sink_logits), num_splits=num_splits, split_size=split_size,
+        check_device_data=check_device_data, impl=impl,
     )  # fmt: skip
 
 
@@ -194,19 +205,37 @@ def attention_with_kvcache(
     num_splits: int = 0,
     split_size: int = 0,
     impl: str = "auto",
+    sink_logits: Optional[Tensor] = None,
+    check_device_data: bool = False,
 ) -> Tuple[Tensor, Tensor]:
     """``flashlab.attention_with_kvcache`` on torch tensors through ``flashlab::kvcache_attention``;
     returns ``(out, lse)``. Same arguments and semantics (docs/kvcache.md): ``k``/``v`` are appended
     **in place** into ``k_cache``/``v_cache`` at slots ``cache_seqlens[b]`` ..; ``cache_seqlens`` is
-    not updated. Integer side tensors are converted to int32, rotary tables and ALiBi slopes to fp32
-    (on their device; no host synchronization). Not differentiable (inputs are detached)."""
+    not updated. Integer side tensors are converted to int32, rotary tables, ALiBi slopes and sink
+    logits to fp32 (on their device; no host synchronization). Not differentiable (inputs are
+    detached).
+
+    ``sink_logits``: (heads_q,) attention sinks on q's device (docs/kvcache.md, "Attention sinks"):
+    one logit per query head in every row's softmax denominator with no value; a row that sees no
+    key gets out 0 and lse = sink_h, a sink of -inf is no sink. Forward only (the sinks get no
+    gradient here; training sinks are ``flashlab.torch.attention``'s). The CPU refuses NaN / +inf
+    logits; CUDA does not read them on the host.
+
+    ``check_device_data``: on CUDA, copy ``cache_seqlens`` / ``cache_leftpad`` / ``cache_batch_idx``
+    / ``block_table`` to the host and check them (lengths within the capacity, page indices and rows
+    in range, ...) before anything is launched, so bad data raises :class:`flashlab.FlashlabError`
+    with nothing written. This **synchronizes** the current stream, so such a call cannot be
+    captured in a CUDA graph; meant for debugging. Without it, CUDA kernels guard their writes but
+    may read what a bad entry names (docs/kvcache.md, "Validation"). On the CPU the side tensors are
+    always checked; the flag changes nothing there."""
     q = q.detach()
     return _KV(
         q, k_cache.detach(), v_cache.detach(), _seqlens(cache_seqlens, q.shape[0], q.device),
         None if k is None else k.detach(), None if v is None else v.detach(), _f32(rotary_cos), _f32(rotary_sin),
         bool(rotary_interleaved), _int32("cache_batch_idx", cache_batch_idx), _int32("cache_leftpad", cache_leftpad),
         _int32("block_table", block_table), page_layout, softmax_scale, bool(causal), int(window_size[0]),
-        int(window_size[1]), float(softcap), _f32(alibi_slopes), int(num_splits), int(split_size), impl,
+        int(window_size[1]), float(softcap), _f32(alibi_slopes), _f32(sink_logits), int(num_splits),
+        int(split_size), bool(check_device_data), impl,
     )  # fmt: skip
 
 
@@ -248,6 +277,9 @@ class KVCacheDecoder:
     ``out=`` / ``lse=`` given): it allocates nothing, reads ``cache_seqlens`` / ``block_table`` only
     on the device, and never synchronizes, so a ``torch.cuda.graph`` can capture it; each run
     overwrites the same ``out``/``lse`` (clone them to keep a result). On the CPU it just runs.
+    Planned with ``check_device_data=True`` (debugging), every ``run()`` on CUDA copies the side
+    tensors to the host and checks them first: it synchronizes, so it cannot be captured (a run
+    during capture raises :class:`flashlab.FlashlabError` before anything is enqueued).
 
     Status: graph capture verified on an H100 (2026-11-24, python/tests/test_torch_kvcache_cuda.py):
     ``run()`` captured in ``torch.cuda.graph`` replays bit for bit equal to eager (contiguous cache
@@ -281,6 +313,7 @@ class KVCacheDecoder:
         rotary_dim: int = 0,
         rotary_interleaved: bool = False,
         alibi: bool = False,
+        sinks: bool = False,
         softmax_scale: Optional[float] = None,
         causal: bool = False,
         window_size: Tuple[int, int] = (-1, -1),
@@ -288,11 +321,15 @@ class KVCacheDecoder:
         num_splits: int = 0,
         split_size: int = 0,
         impl: str = "auto",
+        check_device_data: bool = False,
     ) -> "KVCacheDecoder":
         """Fixes the problem: ``max_seqlen_cache`` is the capacity per sequence (with ``page_size``:
         max_pages * page_size, max_pages = ceil(max_seqlen_cache / page_size)); ``seqlen_new`` the
-        number of k/v appended per run (0: none); ``rotary_dim`` > 0 and ``alibi`` say whether
-        rotary tables / ALiBi slopes will be passed. Returns self."""
+        number of k/v appended per run (0: none); ``rotary_dim`` > 0, ``alibi`` and ``sinks`` say
+        whether rotary tables / ALiBi slopes / sink logits (fp32 (heads_q,)) will be passed to every
+        ``run()``. ``check_device_data=True`` makes every run check the int32 side tensors on the
+        host first (see :func:`attention_with_kvcache`): on CUDA each run then synchronizes and
+        cannot be captured in a CUDA graph (refused during capture); for debugging. Returns self."""
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
@@ -314,8 +351,10 @@ class KVCacheDecoder:
         table = torch.arange(batch * max_pages, dtype=torch.int32, device=device).view(batch, max_pages)
         rot = torch.zeros((capacity, rotary_dim // 2), dtype=torch.float32, device=device) if rotary_dim else None
         slopes = torch.zeros((heads_q,), dtype=torch.float32, device=device) if alibi else None
+        sink = torch.zeros((heads_q,), dtype=torch.float32, device=device) if sinks else None
         self._options = (rotary_interleaved, page_layout, softmax_scale, causal, int(window_size[0]),
-                         int(window_size[1]), float(softcap), int(num_splits), int(split_size), impl)  # fmt: skip
+                         int(window_size[1]), float(softcap), int(num_splits), int(split_size),
+                         bool(check_device_data), impl)  # fmt: skip
         self.out = torch.empty(q.shape, dtype=dtype, device=device)
         self.lse = torch.empty(_lse_shape(q), dtype=torch.float32, device=device)
         self.workspace_bytes = _core.kvcache_workspace_size(
@@ -324,12 +363,13 @@ class KVCacheDecoder:
             rotary_cos=_capsule(rot), rotary_sin=_capsule(rot), rotary_interleaved=rotary_interleaved,
             block_table=_capsule(table if paged else None), page_layout=page_layout, softmax_scale=softmax_scale,
             causal=causal, window_left=int(window_size[0]), window_right=int(window_size[1]), softcap=float(softcap),
-            alibi_slopes=_capsule(slopes), num_splits=int(num_splits), split_size=int(split_size), impl=impl,
+            alibi_slopes=_capsule(slopes), sink_logits=_capsule(sink), num_splits=int(num_splits),
+            split_size=int(split_size), impl=impl,
         )  # fmt: skip
         self.workspace = (torch.empty(self.workspace_bytes, dtype=torch.uint8, device=device)
                           if self.workspace_bytes > 0 else None)  # fmt: skip
         self._plan = dict(q=tuple(q.shape), dtype=dtype, device=device, paged=paged, seqlen_new=seqlen_new,
-                          rotary=rotary_dim > 0, alibi=alibi)  # fmt: skip
+                          rotary=rotary_dim > 0, alibi=alibi, sinks=sinks)  # fmt: skip
         return self
 
     def run(
@@ -347,12 +387,14 @@ class KVCacheDecoder:
         cache_batch_idx: Optional[Tensor] = None,
         cache_leftpad: Optional[Tensor] = None,
         alibi_slopes: Optional[Tensor] = None,
+        sink_logits: Optional[Tensor] = None,
         out: Optional[Tensor] = None,
         lse: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Tensor]:
         """One step: appends k/v in place (when planned with seqlen_new > 0) and attends q; returns
         ``(out, lse)`` (the plan's buffers unless given). Side tensors must already be int32 /
-        fp32 and contiguous (no conversions here: they would allocate)."""
+        fp32 and contiguous (no conversions here: they would allocate). ``sink_logits`` fp32
+        (heads_q,) is given exactly when planned with ``sinks=True``."""
         P = self._plan
         if P is None:
             raise FlashlabError("KVCacheDecoder.run() before plan()")
@@ -367,10 +409,13 @@ class KVCacheDecoder:
         if (rotary_cos is not None) != P["rotary"] or (alibi_slopes is not None) != P["alibi"]:
             raise FlashlabError("rotary_cos/sin and alibi_slopes must be given exactly when planned "
                                 "(rotary_dim > 0, alibi=True)")  # fmt: skip
+        if (sink_logits is not None) != P["sinks"]:
+            raise FlashlabError("sink_logits must be given exactly when planned (sinks=True): the plan has "
+                                + ("sinks" if P["sinks"] else "none"))  # fmt: skip
         out = self.out if out is None else out
         lse = self.lse if lse is None else lse
-        (interleaved, layout, scale, causal, wl, wr, softcap, num_splits, split_size, impl) = self._options
+        (interleaved, layout, scale, causal, wl, wr, softcap, num_splits, split_size, check, impl) = self._options
         _KV_OUT(q, k_cache, v_cache, cache_seqlens, k, v, rotary_cos, rotary_sin, interleaved, cache_batch_idx,
-                cache_leftpad, block_table, layout, scale, causal, wl, wr, softcap, alibi_slopes, num_splits,
-                split_size, impl, out, lse, self.workspace)  # fmt: skip
+                cache_leftpad, block_table, layout, scale, causal, wl, wr, softcap, alibi_slopes, sink_logits,
+                num_splits, split_size, check, impl, out, lse, self.workspace)  # fmt: skip
         return out, lse

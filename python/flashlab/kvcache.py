@@ -4,7 +4,8 @@ The semantics (slots, attended length, positions, rotary, splits) are pinned in 
 these functions allocate the outputs and call ``flashlab._core`` (the C++ API, CPU reference).
 The caches are the caller's arrays and are written **in place** when new ``k``/``v`` are given.
 The small int32 side arrays (``cache_seqlens``, ``block_table``, ...) and the rotary tables are
-converted to int32 / float32 C-contiguous copies when they are not already.
+converted to int32 / float32 C-contiguous copies when they are not already (the ALiBi slopes and
+the attention sinks' logits too).
 """
 
 from typing import Optional, Tuple
@@ -71,6 +72,8 @@ def attention_with_kvcache(
     return_lse: bool = True,
     impl: str = "auto",
     num_threads: int = 0,
+    sink_logits: Optional[np.ndarray] = None,
+    check_device_data: bool = False,
 ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """Attention of ``q`` against a K/V cache, appending new keys/values first; returns ``(out, lse)``.
 
@@ -97,6 +100,16 @@ def attention_with_kvcache(
     * ``alibi_slopes``: float32 (heads_q,) or (batch, heads_q). ``softcap`` > 0: tanh capping.
     * ``split_size`` > 0: split-KV in splits of that many keys (batch-invariant); else
       ``num_splits`` (0 auto, 1 none, n splits). The result equals no split up to rounding.
+    * ``sink_logits``: float32 (heads_q,) attention sinks (docs/kvcache.md, "Attention sinks"): one
+      logit per query head in every row's softmax denominator, with no value:
+      lse = log(exp(sink_h) + Σ_j exp(s_j)), out = Σ_j exp(s_j - lse) v_j. A row that sees no key
+      gets out 0 and lse = sink_h; a sink of -inf is no sink (NaN or +inf are refused). Every split
+      setting gives the same math (the sink is merged after the splits). Forward only.
+    * ``check_device_data``: validate the int32 side arrays (``cache_seqlens``, ``cache_leftpad``,
+      ``cache_batch_idx``, ``block_table``) on the host before anything runs. It matters on CUDA
+      only (docs/kvcache.md, "Validation"): NumPy arrays are host memory, which the library always
+      checks entry by entry (bad entries raise :class:`flashlab.FlashlabError`, nothing written),
+      so here it changes nothing; it is accepted like ``flashlab.torch.attention_with_kvcache``'s.
 
     Errors raise :class:`flashlab.FlashlabError` (a ValueError) naming the argument; nothing,
     the cache included, is written then. CPU: ``impl="auto"`` runs ``cpu_flash``, ``"reference"``
@@ -114,8 +127,9 @@ def attention_with_kvcache(
         **_cache_options(rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad,
                          block_table, page_layout),
         softmax_scale=softmax_scale, causal=causal, window_left=window_size[0], window_right=window_size[1],
-        softcap=softcap, alibi_slopes=_float32(alibi_slopes), num_splits=num_splits, split_size=split_size,
-        impl=impl, num_threads=num_threads,
+        softcap=softcap, alibi_slopes=_float32(alibi_slopes), sink_logits=_float32(sink_logits),
+        num_splits=num_splits, split_size=split_size, check_device_data=check_device_data, impl=impl,
+        num_threads=num_threads,
     )  # fmt: skip
     return out, lse
 

@@ -5,7 +5,8 @@ flash_attn_combine (torch, CPU; skipped without torch).
 The oracle is a small float64 NumPy implementation of docs/kvcache.md written here (not flashlab):
 per sequence it gathers the keys slot by slot from the cache layout, appends the new keys (rotated
 and rounded to the dtype), rotates the queries at their positions, and evaluates the masked
-softmax. Unfilled and left-padded slots and unused pages are NaN-poisoned: they must not leak.
+softmax, with attention sinks as one more logit per head in the denominator and no value.
+Unfilled and left-padded slots and unused pages are NaN-poisoned: they must not leak.
 """
 
 import zlib
@@ -61,8 +62,11 @@ class Cache:
 
 
 def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, sin=None, interleaved=False,
-              leftpad=None, scale=None, causal=False, window=(-1, -1), softcap=0.0, alibi=None, dtype=np.float32):
-    """(out, lse, k_cache_after, v_cache_after) in float64 (caches in their dtype)."""
+              leftpad=None, scale=None, causal=False, window=(-1, -1), softcap=0.0, alibi=None, sinks=None,
+              dtype=np.float32):  # fmt: skip
+    """(out, lse, k_cache_after, v_cache_after) in float64 (caches in their dtype). `sinks` (heads_q,):
+    one more logit sink_h in every row's softmax with no value; a row without keys gets out 0 and
+    lse = sink_h (-inf without sinks)."""
     b_, sq, hq, d = q.shape
     hk = k_cache.shape[-2] if cache.kind != "HND" else k_cache.shape[1]
     g = hq // hk
@@ -89,6 +93,7 @@ def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, 
             if cos is not None:
                 qi = rotate(qi, cos, sin, pos, interleaved).astype(dtype).astype(np.float64)
             for h in range(hq):
+                sink = -np.inf if sinks is None else float(sinks[h])
                 s = scale * (K[:, h // g] @ qi[h])
                 if softcap > 0:
                     s = softcap * np.tanh(s / softcap)
@@ -104,12 +109,14 @@ def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, 
                 if window[1] >= 0:
                     vis &= j <= pos + window[1]
                 if not vis.any():
+                    lse[b, h, i] = sink  # out stays 0: the sink has no value
                     continue
                 s = s[vis]
-                m = s.max()
+                m = max(s.max(), sink)
                 p = np.exp(s - m)
-                lse[b, h, i] = m + np.log(p.sum())
-                out[b, i, h] = (p / p.sum()) @ V[vis, h // g]
+                den = p.sum() + np.exp(sink - m)  # exp(-inf) = 0: no sink
+                lse[b, h, i] = m + np.log(den)
+                out[b, i, h] = (p / den) @ V[vis, h // g]
     return out, lse, kc, vc
 
 
@@ -186,7 +193,8 @@ def run_and_check(P, name, **opts):
 
 
 def run_and_check_impl(P, name, impl, **opts):
-    ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved") if kk in opts}
+    ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved", "sinks")
+                if kk in opts}  # fmt: skip
     want_out, want_lse, want_kc, want_vc = reference(
         P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], cos=P["cos"],
         sin=P["sin"], leftpad=P["leftpad"], dtype=P["dtype"], **ref_opts)
@@ -196,7 +204,8 @@ def run_and_check_impl(P, name, impl, **opts):
         rotary_interleaved=opts.get("interleaved", False), softmax_scale=opts.get("scale"),
         causal=opts.get("causal", False), window_size=opts.get("window", (-1, -1)),
         softcap=opts.get("softcap", 0.0), alibi_slopes=opts.get("alibi"), num_splits=opts.get("num_splits", 0),
-        split_size=opts.get("split_size", 0), impl=impl, **P["kw"])
+        split_size=opts.get("split_size", 0), sink_logits=opts.get("sinks"),
+        check_device_data=opts.get("check_device_data", False), impl=impl, **P["kw"])
     tol = TOL[P["dtype"]]
     check(f"{name} out", out, want_out, tol)
     check(f"{name} lse", lse, want_lse, tol)
@@ -277,6 +286,89 @@ def test_fp16():
     P = build(rng_for("fp16"), sq=2, t_new=2, seqlens=(5, 0, 9), dtype=np.float16, layout="NHD", page_size=3,
               rotary_dim=8)
     run_and_check(P, "fp16", causal=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy: attention sinks (docs/kvcache.md, "Attention sinks")
+# ---------------------------------------------------------------------------------------------
+def sink_logits(rng, hq=8):
+    """One logit per query head around the rows' LSE, so the sinks matter: head 2's is -inf (no
+    sink), head 5's large (it takes most of the weight)."""
+    sinks = rng.uniform(-1.0, 3.0, hq).astype(np.float32)
+    sinks[2] = -np.inf
+    sinks[5] = 6.0
+    return sinks
+
+
+SINK_CASES = [
+    dict(layout="contiguous", splits=dict(num_splits=1)),
+    dict(layout="contiguous", splits=dict(num_splits=3)),
+    dict(layout="NHD", page_size=3, splits=dict(num_splits=3)),
+    dict(layout="HND", page_size=16, splits=dict(split_size=4)),
+    dict(layout="NHD", page_size=1, splits=dict(num_splits=0)),
+]
+
+
+@pytest.mark.parametrize("case", SINK_CASES, ids=lambda c: f"{c['layout']}{c.get('page_size', '')}-{c['splits']}")
+def test_sinks_empty_cache(case):
+    """GQA 4:1, no append, a sequence with cache length 0: its rows see no key and get out 0 and
+    lse = sink_h (-inf for the head without a sink); the others include the sink in the softmax."""
+    rng = rng_for(f"sinks-empty{case}")
+    P = build(rng, sq=2, seqlens=(13, 0, 21), capacity=24, layout=case["layout"], page_size=case.get("page_size", 4))
+    sinks = sink_logits(rng)
+    out, lse = run_and_check(P, f"sinks {case}", sinks=sinks, **case["splits"])
+    assert (out[1] == 0).all()
+    # cpu_flash keeps the sink in base 2 (sink * log2 e) and converts back: within an ulp or so.
+    check("empty rows' lse", lse[1], np.broadcast_to(sinks[:, None], (8, 2)).astype(np.float64), 1e-6)
+
+
+@pytest.mark.parametrize("sq", [1, 4])
+@pytest.mark.parametrize("layout,page_size", [("contiguous", None), ("NHD", 3), ("HND", 5)])
+def test_sinks_append_causal_splits(sq, layout, page_size):
+    """With an in-place append, causal, seqlen_q 1 and 4, GQA 4:1, num_splits 3 (and 1): the sink is
+    merged after the splits, so every split setting is the same math."""
+    rng = rng_for(f"sinks-append{sq}{layout}{page_size}")
+    P = build(rng, sq=sq, t_new=sq, seqlens=(5, 0, 17), capacity=24, layout=layout, page_size=page_size or 4,
+              leftpad=(2, 0, 1))  # fmt: skip
+    sinks = sink_logits(rng)
+    for splits in (dict(num_splits=3), dict(num_splits=1)):
+        run_and_check(P, f"sinks append {layout} sq={sq} {splits}", causal=True, sinks=sinks, **splits)
+
+
+def test_sinks_with_features_and_fp16():
+    """Sinks beside window, softcap, ALiBi and a scale (fp32), and in fp16."""
+    rng = rng_for("sinks-features")
+    P = build(rng, sq=3, t_new=3, seqlens=(12, 3, 20), capacity=24)
+    alibi = rng.uniform(0.05, 0.5, (3, 8)).astype(np.float32)
+    run_and_check(P, "sinks+features", causal=True, window=(5, 0), softcap=3.0, alibi=alibi, scale=0.3,
+                  sinks=sink_logits(rng), num_splits=3)  # fmt: skip
+    P = build(rng, sq=2, t_new=2, seqlens=(5, 0, 9), dtype=np.float16, layout="NHD", page_size=3)
+    run_and_check(P, "sinks fp16", causal=True, sinks=sink_logits(rng))
+
+
+def test_sinks_minus_inf_is_no_sink():
+    """Every sink -inf gives what no sinks give; float64 sinks are converted to float32."""
+    P = build(rng_for("sinks-neginf"), sq=2, t_new=2, seqlens=(7, 0, 11), capacity=16)
+    def run(**sinks):
+        return flashlab.attention_with_kvcache(P["q"], P["k_cache"].copy(), P["v_cache"].copy(), P["seqlens"],
+                                               k=P["k"], v=P["v"], causal=True, **sinks, **P["kw"])  # fmt: skip
+
+    for a, b in zip(run(), run(sink_logits=np.full(8, -np.inf))):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+def test_sinks_errors_write_nothing():
+    P = build(rng_for("sinks-errors"), sq=1, t_new=2, seqlens=(5, 0, 9), layout="NHD", page_size=3, capacity=12)
+    error_case(P, r"sink_logits.shape \(2,\) must be \(heads_q,\) = \(8,\)", sink_logits=np.zeros(2, np.float32))
+    nan = np.zeros(8, np.float32)
+    nan[3] = np.nan
+    error_case(P, r"sink_logits\[3\] \(nan\) must be finite or -inf", sink_logits=nan)
+    error_case(P, r"sink_logits\[0\] \(inf\) must be finite or -inf", sink_logits=np.full(8, np.inf, np.float32))
+    # _core takes float32 only (the NumPy front converts)
+    out = np.empty_like(P["q"])
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_logits.dtype \(float64\) must be float32"):
+        flashlab._core.attention_with_kvcache(P["q"], P["k_cache"].copy(), P["v_cache"].copy(), P["seqlens"], out,
+                                              sink_logits=np.zeros(8), **P["kw"])  # fmt: skip
 
 
 def test_kvcache_append_alone():
@@ -411,6 +503,49 @@ def test_contiguous_errors():
     error_case(P, r"cache_batch_idx\[0\] \(5\) out of range", kw=dict(cache_batch_idx=rows))
     error_case(P, r"cache too short for the append", seqlens=np.array([5, 0, 10], np.int32))
     error_case(P, r"seqlen_q \(2\) > attended length", q=np.zeros((3, 2, 8, 16), np.float32), causal=True)
+
+
+@pytest.mark.parametrize("check_device_data", [False, True])
+def test_bad_side_arrays_write_nothing(check_device_data):
+    """On the CPU the int32 side arrays are host memory and always checked entry by entry
+    (docs/kvcache.md, "Validation"), with check_device_data or without: cache_seqlens past the
+    capacity or negative, an append that does not fit, a page index out of range all raise
+    FlashlabError (invalid_argument, not UnsupportedError) and write nothing."""
+    P = build(rng_for("side-arrays"), sq=1, t_new=2, seqlens=(5, 0, 9), layout="NHD", page_size=3, capacity=12)
+    opts = dict(check_device_data=check_device_data)
+    error_case(P, r"cache_seqlens\[1\] \(13\) must be in \[0, capacity \(12\)\]",
+               seqlens=np.array([5, 13, 9], np.int32), **opts)  # fmt: skip
+    error_case(P, r"cache_seqlens\[0\] \(-1\) must be in \[0, capacity", seqlens=np.array([-1, 0, 9], np.int32), **opts)
+    error_case(P, r"cache too short for the append: cache_seqlens\[2\] \(11\)", seqlens=np.array([5, 0, 11], np.int32),
+               **opts)  # fmt: skip
+    bad = P["kw"]["block_table"].copy()
+    bad[0, 1] = -3
+    error_case(P, r"block_table\[0\]\[1\] \(-3\) out of range", kw=dict(block_table=bad), **opts)
+    kc = P["k_cache"].copy()
+    with pytest.raises(flashlab.FlashlabError) as e:
+        flashlab.attention_with_kvcache(P["q"], kc, P["v_cache"].copy(), P["seqlens"], k=P["k"], v=P["v"],
+                                        block_table=bad, page_layout="NHD", **opts)  # fmt: skip
+    assert not isinstance(e.value, flashlab.UnsupportedError) and e.value.code == "invalid_argument"
+    np.testing.assert_array_equal(kc, P["k_cache"])
+    # Contiguous: a cache row out of range.
+    P = build(rng_for("side-arrays2"), sq=1, t_new=1, seqlens=(5, 0, 9), capacity=10)
+    rows = P["kw"]["cache_batch_idx"].copy()
+    rows[2] = -1
+    error_case(P, r"cache_batch_idx\[2\] \(-1\) out of range", kw=dict(cache_batch_idx=rows), **opts)
+
+
+def test_check_device_data_valid_data_same_result():
+    """With valid data the flag changes nothing on the CPU: the same bits."""
+    P = build(rng_for("cdd-same"), sq=2, t_new=2, seqlens=(5, 0, 9), layout="HND", page_size=3, capacity=12)
+    runs = []
+    for flag in (False, True):
+        kc, vc = P["k_cache"].copy(), P["v_cache"].copy()
+        out, lse = flashlab.attention_with_kvcache(P["q"], kc, vc, P["seqlens"], k=P["k"], v=P["v"], causal=True,
+                                                   check_device_data=flag, **P["kw"])  # fmt: skip
+        runs.append((out, lse, kc, vc))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    run_and_check(P, "check_device_data", causal=True, check_device_data=True)
 
 
 # ---------------------------------------------------------------------------------------------

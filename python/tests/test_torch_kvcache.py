@@ -10,7 +10,7 @@ import flashlab
 
 torch = pytest.importorskip("torch")
 import flashlab.torch as fl  # noqa: E402
-from test_kvcache import TOL, build, check, combine_reference, reference, rng_for  # noqa: E402
+from test_kvcache import TOL, build, check, combine_reference, reference, rng_for, sink_logits  # noqa: E402
 
 
 def _t(x):
@@ -89,6 +89,94 @@ def test_op_splits_window_softcap_alibi(splits):
     check("lse", lse.numpy(), want_lse, TOL[np.float32])
 
 
+@pytest.mark.parametrize("layout,page_size", [("contiguous", None), ("NHD", 3), ("HND", 16)])
+@pytest.mark.parametrize("splits", [dict(num_splits=1), dict(num_splits=3)])
+@pytest.mark.parametrize("append", [False, True])
+def test_op_sinks(layout, page_size, splits, append):
+    """sink_logits through flashlab::kvcache_attention: GQA 4:1, contiguous and paged caches,
+    num_splits 1 and 3; without an append a sequence with cache length 0 gets out 0 and
+    lse = sink_h (head 2's sink is -inf: no sink, lse -inf). Sinks given in float64 with a step
+    are converted (fp32, contiguous)."""
+    rng = rng_for(f"op-sinks{layout}{page_size}{splits}{append}")
+    P = build(rng, sq=2, t_new=2 if append else 0, seqlens=(9, 0, 21), capacity=32, layout=layout,
+              page_size=page_size or 4)  # fmt: skip
+    sinks = sink_logits(rng)
+    want_out, want_lse, want_kc, want_vc = _want(P, causal=append, sinks=sinks)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    strided = torch.from_numpy(np.repeat(sinks.astype(np.float64), 2))[::2]
+    out, lse = fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                         causal=append, sink_logits=strided, **splits, **_side(P))  # fmt: skip
+    check("out", out.numpy(), want_out, TOL[np.float32])
+    check("lse", lse.numpy(), want_lse, TOL[np.float32])
+    _check_caches(P, kc, vc, want_kc, want_vc)
+    if not append:
+        assert (out[1] == 0).all()
+        check("empty rows' lse", lse[1].numpy(), np.broadcast_to(sinks[:, None], (8, 2)).astype(np.float64), 1e-6)
+
+
+def test_op_sinks_bf16_and_errors():
+    """bf16 with sinks against the reference on the rounded inputs; a sink vector of the wrong
+    shape or holding NaN is refused and the cache (with an append) is not written."""
+    rng = rng_for("op-sinks-bf16")
+    P = build(rng, sq=1, t_new=1, seqlens=(9, 0, 21), capacity=32, layout="NHD", page_size=4)
+    for name in ("q", "k_cache", "v_cache", "k", "v"):
+        P[name] = _t(P[name]).to(torch.bfloat16).float().numpy()
+    sinks = sink_logits(rng)
+    want_out, want_lse, _, _ = _want(P, causal=True, sinks=sinks)
+    bf = {name: _t(P[name]).to(torch.bfloat16) for name in ("q", "k_cache", "v_cache", "k", "v")}
+    out, lse = fl.attention_with_kvcache(bf["q"], bf["k_cache"], bf["v_cache"], _t(P["seqlens"]), k=bf["k"],
+                                         v=bf["v"], causal=True, sink_logits=_t(sinks), num_splits=3,
+                                         **_side(P))  # fmt: skip
+    assert out.dtype == torch.bfloat16
+    check("bf16 out", out.float().numpy(), want_out, 3e-2)
+    check("bf16 lse", lse.numpy(), want_lse, 3e-2)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    nan = torch.zeros(8)
+    nan[1] = float("nan")
+    for bad, match in ((torch.zeros(2), r"sink_logits.shape \(2,\) must be \(heads_q,\)"),
+                       (nan, r"sink_logits\[1\] \(nan\) must be finite or -inf")):  # fmt: skip
+        with pytest.raises(flashlab.FlashlabError, match=match):
+            fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                      sink_logits=bad, **_side(P))  # fmt: skip
+        np.testing.assert_array_equal(kc.numpy(), P["k_cache"])
+        np.testing.assert_array_equal(vc.numpy(), P["v_cache"])
+
+
+@pytest.mark.parametrize("check_device_data", [False, True])
+def test_bad_side_tensors_write_nothing(check_device_data):
+    """On CPU tensors the int32 side tensors are always checked (check_device_data changes nothing
+    there): cache_seqlens past the capacity, a page index out of range, an append that does not
+    fit raise FlashlabError (code invalid_argument) and write nothing, through the function and a
+    KVCacheDecoder planned with the flag."""
+    P = build(rng_for("torch-side"), sq=1, t_new=2, seqlens=(5, 0, 9), layout="NHD", page_size=3, capacity=12)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    table = P["kw"]["block_table"]
+    bad = table.copy()
+    bad[1, 0] = 1000
+    cases = [
+        (np.array([5, 13, 9], np.int32), table, r"cache_seqlens\[1\] \(13\) must be in \[0, capacity \(12\)\]"),
+        (np.array([5, 0, 11], np.int32), table, r"cache too short for the append"),
+        (P["seqlens"], bad, r"block_table\[1\]\[0\] \(1000\) out of range"),
+    ]
+    dec = fl.KVCacheDecoder().plan(3, 12, 8, 2, 16, torch.float32, "cpu", seqlen_new=2, page_size=3,
+                                   check_device_data=check_device_data)  # fmt: skip
+    for seqlens, bt, match in cases:
+        with pytest.raises(flashlab.FlashlabError, match=match) as e:
+            fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(seqlens), k=_t(P["k"]), v=_t(P["v"]), block_table=_t(bt),
+                                      check_device_data=check_device_data)  # fmt: skip
+        assert not isinstance(e.value, flashlab.UnsupportedError) and e.value.code == "invalid_argument"
+        with pytest.raises(flashlab.FlashlabError, match=match):
+            dec.run(_t(P["q"]), kc, vc, _t(seqlens), _t(bt), k=_t(P["k"]), v=_t(P["v"]))
+        np.testing.assert_array_equal(kc.numpy(), P["k_cache"])
+        np.testing.assert_array_equal(vc.numpy(), P["v_cache"])
+    # valid data: the flag changes nothing
+    want_out, want_lse, want_kc, want_vc = _want(P)
+    out, lse = dec.run(_t(P["q"]), kc, vc, _t(P["seqlens"]), _t(table), k=_t(P["k"]), v=_t(P["v"]))
+    check("out", out.numpy(), want_out, TOL[np.float32])
+    check("lse", lse.numpy(), want_lse, TOL[np.float32])
+    _check_caches(P, kc, vc, want_kc, want_vc)
+
+
 def test_combine_ops():
     rng = rng_for("combine-ops")
     op = rng.standard_normal((3, 2, 2, 4, 8)).astype(np.float32)
@@ -133,7 +221,8 @@ def test_fake_kernels_shapes():
         kc = torch.empty(5, 16, 2, 64, dtype=torch.bfloat16)
         out, lse = torch.ops.flashlab.kvcache_attention(
             q, kc, kc.clone(), torch.zeros(2, dtype=torch.int32), None, None, None, None, False, None, None,
-            torch.zeros(2, 3, dtype=torch.int32), "NHD", None, True, -1, -1, 0.0, None, 0, 0, "auto")  # fmt: skip
+            torch.zeros(2, 3, dtype=torch.int32), "NHD", None, True, -1, -1, 0.0, None, None, 0, 0, False,
+            "auto")  # fmt: skip
         assert out.shape == q.shape and out.dtype == q.dtype
         assert lse.shape == (2, 8, 3) and lse.dtype == torch.float32
         o, l_ = torch.ops.flashlab.kvcache_combine(torch.empty(4, 2, 3, 8, 64), torch.empty(4, 2, 8, 3), torch.float16)
@@ -170,6 +259,33 @@ def test_decoder_plan_run(page_size):
         dec.run(_t(P["q"])[:2], *args[1:], k=_t(P["k"]), v=_t(P["v"]))
     with pytest.raises(flashlab.FlashlabError, match="seqlen_new = 1"):
         dec.run(*args)
+
+
+@pytest.mark.parametrize("page_size", [None, 3])
+def test_decoder_sinks(page_size):
+    """KVCacheDecoder planned with sinks=True takes sink_logits in every run (and must: given
+    exactly when planned); GQA 4:1, num_splits 3, a sequence with an empty cache before the append."""
+    layout = "contiguous" if page_size is None else "HND"
+    rng = rng_for(f"decoder-sinks{page_size}")
+    P = build(rng, sq=1, t_new=1, seqlens=(5, 0, 21), capacity=24, layout=layout, page_size=page_size or 4,
+              permute_rows=False)  # fmt: skip
+    sinks = sink_logits(rng)
+    want_out, want_lse, want_kc, want_vc = _want(P, causal=True, sinks=sinks)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    cap = kc.shape[1] if page_size is None else P["kw"]["block_table"].shape[1] * page_size
+    opts = dict(seqlen_new=1, page_size=page_size, page_layout="NHD" if page_size is None else "HND")
+    dec = fl.KVCacheDecoder().plan(3, cap, 8, 2, 16, torch.float32, "cpu", causal=True, num_splits=3, sinks=True,
+                                   **opts)  # fmt: skip
+    args = (_t(P["q"]), kc, vc, _t(P["seqlens"]), _t(P["kw"].get("block_table")))
+    out, lse = dec.run(*args, k=_t(P["k"]), v=_t(P["v"]), sink_logits=_t(sinks))
+    check("decoder sinks out", out.numpy(), want_out, TOL[np.float32])
+    check("decoder sinks lse", lse.numpy(), want_lse, TOL[np.float32])
+    _check_caches(P, kc, vc, want_kc, want_vc)
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_logits must be given exactly when planned"):
+        dec.run(*args, k=_t(P["k"]), v=_t(P["v"]))
+    plain = fl.KVCacheDecoder().plan(3, cap, 8, 2, 16, torch.float32, "cpu", **opts)
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_logits must be given exactly when planned"):
+        plain.run(*args, k=_t(P["k"]), v=_t(P["v"]), sink_logits=_t(sinks))
 
 
 def test_errors_write_nothing():
@@ -233,12 +349,18 @@ def test_opcheck():
     repeated calls opcheck makes see the same inputs."""
     P = build(rng_for("opcheck"), sq=2, t_new=2, seqlens=(5, 0, 9), capacity=16, layout="NHD", page_size=3)
     args = (_t(P["q"]), _t(P["k_cache"].copy()), _t(P["v_cache"].copy()), _t(P["seqlens"]), _t(P["k"]), _t(P["v"]),
-            None, None, False, None, None, _t(P["kw"]["block_table"]), "NHD", None, True, -1, -1, 0.0, None, 2, 0,
-            "auto")  # fmt: skip
+            None, None, False, None, None, _t(P["kw"]["block_table"]), "NHD", None, True, -1, -1, 0.0, None, None, 2,
+            0, False, "auto")  # fmt: skip
     torch.library.opcheck(torch.ops.flashlab.kvcache_attention.default, args)
     out, lse = torch.ops.flashlab.kvcache_attention(*args)
     torch.library.opcheck(torch.ops.flashlab.kvcache_attention_out.default,
                           args + (torch.empty_like(out), torch.empty_like(lse), None))  # fmt: skip
+    # with sinks (the schema's Tensor? sink_logits) and check_device_data
+    sinks = torch.linspace(-1.0, 2.0, 8)
+    with_sinks = args[:19] + (sinks, 2, 0, True, "auto")
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention.default, with_sinks)
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention_out.default,
+                          with_sinks + (torch.empty_like(out), torch.empty_like(lse), None))  # fmt: skip
     parts = (torch.stack([out, out]), torch.stack([lse, lse]))
     torch.library.opcheck(torch.ops.flashlab.kvcache_combine.default, parts + (None,))
     torch.library.opcheck(torch.ops.flashlab.kvcache_combine_out.default,
