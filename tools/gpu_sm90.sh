@@ -111,7 +111,7 @@ print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
 if has python; then
   py_setup && (cd /tmp && timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
     "$OLDPWD/python/tests/test_flash_attn.py" "$OLDPWD/python/tests/test_torch_kvcache.py" \
-    "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" "$OLDPWD/python/tests/test_torch_sinks.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
+    "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" "$OLDPWD/python/tests/test_torch_sinks.py" "$OLDPWD/python/tests/test_kvcache.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
   grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14
 fi
 if has ring; then

@@ -677,16 +677,19 @@ def _has_cuda():
 
 @pytest.mark.skipif(not _has_cuda(), reason="needs torch, a CUDA device and a CUDA build of libflashlab")
 def test_cuda_tensors_reach_the_cpp_api():
-    """CUDA tensors pass through to the C++ entry points, which refuse them (kUnsupported) until
-    the CUDA KV-cache kernel lands; the cache is not written."""
-    from flashlab.flash_attn_interface import flash_attn_combine, flash_attn_with_kvcache
+    """CUDA tensors go through the flash-attn entry points to the CUDA KV-cache path: the fused
+    append writes the cache on the device, and out matches the same call on CPU tensors."""
+    from flashlab.flash_attn_interface import flash_attn_with_kvcache
 
-    q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.bfloat16)
-    kc = torch.randn(2, 16, 1, 64, device="cuda", dtype=torch.bfloat16)
-    vc, before = kc.clone(), kc.clone()
-    k = torch.randn(2, 1, 1, 64, device="cuda", dtype=torch.bfloat16)
-    with pytest.raises(flashlab.UnsupportedError, match="KV-cache"):
-        flash_attn_with_kvcache(q, kc, vc, k, k.clone(), cache_seqlens=3)
-    assert torch.equal(kc, before)
-    with pytest.raises(flashlab.UnsupportedError):
-        flash_attn_combine(torch.zeros(2, 1, 1, 4, 64, device="cuda"), torch.zeros(2, 1, 4, 1, device="cuda"))
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 1, 4, 64, generator=g).to(torch.bfloat16)
+    kc = torch.randn(2, 16, 1, 64, generator=g).to(torch.bfloat16)
+    vc = torch.randn(2, 16, 1, 64, generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 1, 1, 64, generator=g).to(torch.bfloat16)
+    v = torch.randn(2, 1, 1, 64, generator=g).to(torch.bfloat16)
+    kc_cpu, vc_cpu = kc.clone(), vc.clone()
+    want = flash_attn_with_kvcache(q, kc_cpu, vc_cpu, k, v, cache_seqlens=3)
+    kc_gpu, vc_gpu = kc.cuda(), vc.cuda()
+    got = flash_attn_with_kvcache(q.cuda(), kc_gpu, vc_gpu, k.cuda(), v.cuda(), cache_seqlens=3)
+    assert torch.equal(kc_gpu.cpu(), kc_cpu) and torch.equal(vc_gpu.cpu(), vc_cpu)  # the append, bit for bit
+    torch.testing.assert_close(got.cpu().float(), want.float(), atol=2e-2, rtol=2e-2)
