@@ -45,7 +45,10 @@ BIN=$PWD/build-carry/bin
 export LD_LIBRARY_PATH="$PWD/build-carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 has() { [[ ",$PHASES," == *",$1,"* ]]; }
-if [ -f build-carry/lib/libflashlab.so.xz ] && ! has rebuild; then
+# The carried library (xz) unless a rebuild in this call made a newer one: a second invocation of
+# this script after `rebuild` in the same device call must not put the carried library back.
+if [ -f build-carry/lib/libflashlab.so.xz ] && ! has rebuild &&
+  { [ ! -f build-carry/lib/libflashlab.so ] || [ build-carry/lib/libflashlab.so.xz -nt build-carry/lib/libflashlab.so ]; }; then
   xz -dc build-carry/lib/libflashlab.so.xz > build-carry/lib/libflashlab.so
 fi
 if has rebuild; then
