@@ -99,8 +99,12 @@ def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
 
 
 def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="bottom_right",
-                    window=(-1, -1), softcap=0.0, alibi_slopes=None):  # fmt: skip
-    """numpy_attention's forward in torch ops, differentiable, in q's dtype. Returns (out, lse)."""
+                    window=(-1, -1), softcap=0.0, alibi_slopes=None, sink_logits=None):  # fmt: skip
+    """numpy_attention's forward in torch ops, differentiable, in q's dtype. Returns (out, lse).
+
+    sink_logits (heads_q,): attention sinks, differentiable too: one more score column (logit
+    sink_h, after scale / softcap / ALiBi / mask, not itself scaled) with a zero value row. A row
+    that sees no key keeps the sink column alone: P = 1 there, out 0, lse = sink_h."""
     import torch
 
     b, sq, hq, d = q.shape
@@ -120,6 +124,10 @@ def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="
         slopes = slopes.expand(b, hq) if slopes.dim() == 1 else slopes
         s = s - slopes[:, :, None, None] * dist.to(s.device, s.dtype)
     s = s.masked_fill(~keep, float("-inf"))
+    if sink_logits is not None:
+        s = torch.cat([s, sink_logits.to(s.dtype).view(1, hq, 1, 1).expand(b, hq, sq, 1)], dim=-1)
+        vh = torch.cat([vh, vh.new_zeros(b, hq, 1, d)], dim=-2)  # the sink's value: zero
+        return (torch.softmax(s, dim=-1) @ vh).transpose(1, 2), torch.logsumexp(s, dim=-1)
     # A row with no visible key would give NaN (softmax of all -inf) and NaN gradients; flashlab's
     # contract is out 0, LSE -inf, gradients 0. So such rows get finite dummy scores, then P = 0.
     has_key = keep.any(dim=-1, keepdim=True)

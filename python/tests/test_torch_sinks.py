@@ -10,47 +10,23 @@ closed-form dsink (attention_reference.numpy_attention). CPU tests run wherever 
 
 import zlib
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import flashlab  # noqa: E402
 import flashlab.torch as fl  # noqa: E402
-from attention_reference import check_close, to_numpy, torch_term_scales, visible  # noqa: E402
-from test_torch import NAMES, check_all, cuda_only, flashlab_fn, forward_backward, inputs  # noqa: E402
+from attention_reference import check_close, to_numpy, torch_attention, torch_term_scales  # noqa: E402
+from test_torch import NAMES, case_opts, check_all, cuda_only, flashlab_fn, forward_backward, inputs  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
 # The reference
 # ---------------------------------------------------------------------------------------------
-def sinks_reference(q, k, v, sink_logits, *, softmax_scale=None, causal=False, causal_align="bottom_right",
-                    window=(-1, -1), softcap=0.0, alibi_slopes=None):  # fmt: skip
-    """(out, lse) of attention with sinks on (batch, seqlen, heads, head_dim), in q's dtype,
-    differentiable in q, k, v and sink_logits: the sink is one more score column (logit sink_h,
-    after scale / softcap / ALiBi / mask, not itself scaled) with a zero value row. A row that sees
-    no key keeps the sink column alone: P = 1 there, out 0, lse = sink_h (no NaN to special-case)."""
-    b, sq, hq, d = q.shape
-    sk, hkv = k.shape[1], k.shape[2]
-    scale = d**-0.5 if softmax_scale is None else softmax_scale
-    keep, shift = visible(sq, sk, causal, causal_align, window)
-    qh = q.transpose(1, 2)
-    kh = k.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    vh = v.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    s = scale * (qh @ kh.transpose(-1, -2))
-    if softcap > 0:
-        s = softcap * torch.tanh(s / softcap)
-    if alibi_slopes is not None:
-        dist = torch.from_numpy(np.abs(np.arange(sq)[:, None] + shift - np.arange(sk)[None, :]))
-        slopes = alibi_slopes.to(s.dtype)
-        slopes = slopes.expand(b, hq) if slopes.dim() == 1 else slopes
-        s = s - slopes[:, :, None, None] * dist.to(s.device, s.dtype)
-    s = s.masked_fill(~torch.from_numpy(keep).to(q.device), float("-inf"))
-    sink_column = sink_logits.to(s.dtype).view(1, hq, 1, 1).expand(b, hq, sq, 1)
-    s = torch.cat([s, sink_column], dim=-1)  # (b, hq, sq, sk + 1)
-    vh = torch.cat([vh, vh.new_zeros(b, hq, 1, d)], dim=-2)  # the sink's value: zero
-    out = (torch.softmax(s, dim=-1) @ vh).transpose(1, 2)
-    return out, torch.logsumexp(s, dim=-1)
+def sinks_reference(q, k, v, sink_logits, **opts):
+    """(out, lse) of attention with sinks, in q's dtype, differentiable in q, k, v and sink_logits:
+    attention_reference.torch_attention with its sink column (see there)."""
+    return torch_attention(q, k, v, sink_logits=sink_logits, **opts)
 
 
 def run(fn, q, k, v, sinks, dout, **opts):
@@ -112,15 +88,6 @@ CPU_CASES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim), optio
     ((1, 113, 113, 4, 4, 32), {"window": (9, 2), "softcap": 3.0}),
     ((2, 17, 113, 4, 2, 64), {"alibi": True, "softmax_scale": 0.3}),
 ]
-
-
-def case_opts(case, device):
-    shape, opts = case
-    opts = dict(opts)
-    if opts.pop("alibi", False):
-        g = torch.Generator().manual_seed(1)
-        opts["alibi_slopes"] = (torch.rand(shape[0], shape[3], generator=g) * 0.5 + 0.05).to(device)
-    return opts
 
 
 def case_id(case):
