@@ -33,6 +33,10 @@
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
 #               main kernel (tools/sass_hotspots.py) -> $OUT/sass_bwd_hot.txt
+#     kv-profile  ncu on the KV-cache kernels: the decode tile kernel (CLI, B 32 GQA 32/8 hdim 128, L 4k and
+#               64k, auto splits) and the rotary append (test_cuda_kvcache AppendBandwidth) with the metrics of
+#               tools/gpu_check.sh's profile phase -> $OUT/ncu_kv_*.txt, $OUT/ncu_kv_table.md; SASS hot spots of
+#               the rotary append (tools/sass_hotspots.py) -> $OUT/sass_append_hot.txt
 #     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
 #               16k, causal and not, for each FLASHLAB_SM90_STAGES (serial, pingpong, overlap, all)
 set -uo pipefail
@@ -96,6 +100,12 @@ if has bench; then
 --batch 1 --heads 32 --seqlen 16384 --head-dim 64
 --batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
 fi
+
+# The metrics of tools/gpu_check.sh's profile phase, one comma-separated list for ncu --metrics.
+ncu_metrics() {
+  sed -n '/^  metrics="gpu__time/,/stalled_/p' tools/gpu_check.sh | sed -E 's/^ *metrics\+?="?//; s/"$//' | tr -d '\n' |
+    sed 's/\\\\/\\/g'
+}
 
 py_setup() {
   [ -n "${PY_READY:-}" ] && return 0
@@ -182,8 +192,7 @@ if has bwd-bench; then
 --batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
 fi
 if has bwd-profile; then
-  metrics=$(sed -n '/^  metrics="gpu__time/,/stalled_/p' tools/gpu_check.sh | sed -E 's/^ *metrics\+?="?//; s/"$//' | tr -d '\n' |
-    sed 's/\\\\/\\/g')
+  metrics=$(ncu_metrics)
   metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
   metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active"
   files=()
@@ -205,6 +214,33 @@ if has bwd-profile; then
   python3 tools/sass_hotspots.py /tmp/sass_bwd.csv --top 60 > "$OUT/sass_bwd_hot.txt" 2>&1
   rm -f "$OUT/sass_bwd.ncu-rep"
   head -50 "$OUT/sass_bwd_hot.txt"
+fi
+if has kv-profile; then
+  metrics=$(ncu_metrics)
+  metrics+=",lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
+  files=()
+  for L in 4096 65536; do
+    timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:decode_tile_kernel' -c 1 "$BIN/flashlab" bench \
+      --decode --impl cuda_sm80 --batch 32 --heads 32 --heads-kv 8 --head-dim 128 --cache-len $L --warmup 0 --iters 1 \
+      --no-check --quiet > "$OUT/ncu_kv_decode_$L.txt" 2>&1
+    echo "ncu decode L $L rc $?"
+    files+=("$OUT/ncu_kv_decode_$L.txt")
+  done
+  # AppendBandwidth's case 1: 1024 new tokens per sequence, contiguous, NeoX rotary over the whole head.
+  FLASHLAB_KV_BENCH=1 FLASHLAB_KV_APPEND_ONLY=1 timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled \
+    -k 'regex:append_kernel' -s 2 -c 1 \
+    "$BIN/test_cuda_kvcache" --gtest_filter='*AppendBandwidth*' > "$OUT/ncu_kv_append_rotary.txt" 2>&1
+  echo "ncu append rc $?"
+  files+=("$OUT/ncu_kv_append_rotary.txt")
+  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_kv_table.md"
+  FLASHLAB_KV_BENCH=1 FLASHLAB_KV_APPEND_ONLY=1 timeout 200 ncu --section SourceCounters --section WarpStateStats \
+    --kernel-name-base demangled -k 'regex:append_kernel' -s 2 -c 1 -f -o "$OUT/sass_append" "$BIN/test_cuda_kvcache" \
+    --gtest_filter='*AppendBandwidth*' \
+    > "$OUT/sass_append.log" 2>&1
+  ncu --import "$OUT/sass_append.ncu-rep" --page source --csv --print-source sass > /tmp/sass_append.csv 2>> "$OUT/sass_append.log"
+  python3 tools/sass_hotspots.py /tmp/sass_append.csv --top 40 > "$OUT/sass_append_hot.txt" 2>&1
+  rm -f "$OUT/sass_append.ncu-rep"
+  head -30 "$OUT/sass_append_hot.txt"
 fi
 if has kvcache; then
   FLASHLAB_KV_SWEEP=${KV_SWEEP:-300} FLASHLAB_KV_BENCH=1 timeout 300 "$BIN/test_cuda_kvcache" > "$OUT/kvcache.txt" 2>&1

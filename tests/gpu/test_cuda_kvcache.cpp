@@ -986,6 +986,10 @@ double median_ms(Fn fn) {
 TEST(CudaKvCache, AppendBandwidth) {
   if (!have_gpu() || env_int("FLASHLAB_KV_BENCH", 0) == 0) GTEST_SKIP() << "FLASHLAB_KV_BENCH=1 and a GPU";
   const int64_t B = 32, hk = 8, d = 128;
+  // FLASHLAB_KV_APPEND_ONLY=N runs case N only (in the order printed: 1024 new tokens contiguous,
+  // + rotary, paged 16, + rotary, then the same for 1 token), e.g. one kernel under ncu.
+  const int64_t only = env_int("FLASHLAB_KV_APPEND_ONLY", -1);
+  int64_t case_index = -1;
   for (int64_t snew : {1024, 1}) {
     const int64_t cap = 2048, new_elems = B * snew * hk * d;
     std::vector<uint16_t> nw(new_elems, 0x3f80), cache(B * cap * hk * d, 0x3c00);
@@ -997,6 +1001,7 @@ TEST(CudaKvCache, AppendBandwidth) {
     const std::vector<int64_t> pages = {0, 16};
     for (int64_t page : pages)
       for (bool rotary : {false, true}) {
+        if (++case_index, only >= 0 && case_index != only) continue;
         std::vector<int32_t> table;
         for (int64_t i = 0; page > 0 && i < B * cap / page; ++i) table.push_back(static_cast<int32_t>(i));
         Dev<int32_t> dtable(table);
