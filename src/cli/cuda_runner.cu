@@ -26,21 +26,12 @@ using testing::DeviceBuffer;
 
 class CudaRunner : public ImplRunner {
  public:
-  ~CudaRunner() override {
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
   Status init(testing::Problem* pb, Impl impl) {
-    CLI_CUDA(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    CLI_CUDA(cudaEventCreate(&start_), "cudaEventCreate");
-    CLI_CUDA(cudaEventCreate(&stop_), "cudaEventCreate");
+    FLASHLAB_RETURN_IF_ERROR(timing_.init());
     FLASHLAB_RETURN_IF_ERROR(dev_.init(pb));
-    FLASHLAB_RETURN_IF_ERROR(flush_.allocate(kL2FlushBytes, "l2_flush"));
     // The host params (sizes, flags) with every tensor on the device.
-    fwd_ = dev_.fwd_params(impl, stream_);
-    bwd_ = dev_.bwd_params(impl, stream_);
+    fwd_ = dev_.fwd_params(impl, timing_.stream);
+    bwd_ = dev_.bwd_params(impl, timing_.stream);
 
     // The backward's workspace is asked for on first use: an implementation may support the
     // forward of a configuration but not its backward.
@@ -96,13 +87,13 @@ class CudaRunner : public ImplRunner {
   Status measured(Call call, size_t workspace, double* ms, int64_t* peak_bytes) {
     size_t free0 = 0, free1 = 0, total = 0;
     CLI_CUDA(cudaMemGetInfo(&free0, &total), "cudaMemGetInfo");
-    CLI_CUDA(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    CLI_CUDA(cudaEventRecord(timing_.start, timing_.stream), "cudaEventRecord");
     FLASHLAB_RETURN_IF_ERROR(call());
-    CLI_CUDA(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-    CLI_CUDA(cudaStreamSynchronize(stream_), "the kernel");
+    CLI_CUDA(cudaEventRecord(timing_.stop, timing_.stream), "cudaEventRecord");
+    CLI_CUDA(cudaStreamSynchronize(timing_.stream), "the kernel");
     CLI_CUDA(cudaGetLastError(), "the kernel");
     float t = 0;
-    CLI_CUDA(cudaEventElapsedTime(&t, start_, stop_), "cudaEventElapsedTime");
+    CLI_CUDA(cudaEventElapsedTime(&t, timing_.start, timing_.stop), "cudaEventElapsedTime");
     CLI_CUDA(cudaMemGetInfo(&free1, &total), "cudaMemGetInfo");
     *ms = t;
     *peak_bytes = static_cast<int64_t>(workspace) + (free0 > free1 ? int64_t(free0 - free1) : 0);
@@ -111,13 +102,12 @@ class CudaRunner : public ImplRunner {
 
   template <typename Call>
   Status timed(Call call, const TimingPlan& plan, const IterationCallback& cb, std::vector<double>* ms) {
-    return time_cuda_calls(call, stream_, start_, stop_, flush_, plan, cb, ms);
+    return timing_.time(call, plan, cb, ms);
   }
 
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  CudaTiming timing_;
   testing::DeviceProblem dev_;
-  DeviceBuffer fwd_ws_, bwd_ws_, flush_;
+  DeviceBuffer fwd_ws_, bwd_ws_;
   bool bwd_ws_ready_ = false;
   FwdParams fwd_;
   BwdParams bwd_;

@@ -45,5 +45,33 @@ Status time_cuda_calls(Call call, cudaStream_t stream, cudaEvent_t start, cudaEv
   return cuda_status(cudaGetLastError(), "the kernel");
 }
 
+// What a CLI runner times with, owned: its stream, the two events and the L2 flush buffer.
+struct CudaTiming {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  testing::DeviceBuffer flush;
+
+  CudaTiming() = default;
+  CudaTiming(const CudaTiming&) = delete;
+  CudaTiming& operator=(const CudaTiming&) = delete;
+  ~CudaTiming() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  Status init() {
+    using testing::cuda_status;
+    FLASHLAB_RETURN_IF_ERROR(cuda_status(cudaStreamCreate(&stream), "cudaStreamCreate"));
+    FLASHLAB_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&start), "cudaEventCreate"));
+    FLASHLAB_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&stop), "cudaEventCreate"));
+    return flush.allocate(kL2FlushBytes, "l2_flush");
+  }
+  // time_cuda_calls on this stream, events and flush buffer.
+  template <typename Call>
+  Status time(Call call, const TimingPlan& plan, const IterationCallback& cb, std::vector<double>* ms) const {
+    return time_cuda_calls(call, stream, start, stop, flush, plan, cb, ms);
+  }
+};
+
 }  // namespace cli
 }  // namespace flashlab

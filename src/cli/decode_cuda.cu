@@ -22,17 +22,9 @@ using testing::DeviceBuffer;
 
 class CudaDecodeRunner : public DecodeRunner {
  public:
-  ~CudaDecodeRunner() override {
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
   Status init(const DecodeHostView& host, Impl impl) {
     host_ = host;
-    DECODE_CUDA(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    DECODE_CUDA(cudaEventCreate(&start_), "cudaEventCreate");
-    DECODE_CUDA(cudaEventCreate(&stop_), "cudaEventCreate");
+    FLASHLAB_RETURN_IF_ERROR(timing_.init());
     const KvCacheParams& h = host.params;
     FLASHLAB_RETURN_IF_ERROR(mirror(&q_, h.q.ptr, host.q_bytes, "q"));
     FLASHLAB_RETURN_IF_ERROR(mirror(&k_, h.k_cache.ptr, host.k_bytes, "k_cache"));
@@ -41,13 +33,12 @@ class CudaDecodeRunner : public DecodeRunner {
     FLASHLAB_RETURN_IF_ERROR(mirror(&table_, h.block_table, host.table_count * 4, "block_table"));
     FLASHLAB_RETURN_IF_ERROR(out_.allocate(host.out_bytes, "out"));
     FLASHLAB_RETURN_IF_ERROR(lse_.allocate(host.lse_count * sizeof(float), "lse"));
-    FLASHLAB_RETURN_IF_ERROR(flush_.allocate(kL2FlushBytes, "l2_flush"));
 
     // The host params with every tensor on the device (same strides: the buffers are byte copies).
     p_ = h;
     p_.device = Device::kCUDA;
     p_.impl = impl;
-    p_.stream = stream_;
+    p_.stream = timing_.stream;
     p_.q.ptr = q_.get();
     p_.k_cache.ptr = k_.get();
     p_.v_cache.ptr = v_.get();
@@ -69,7 +60,7 @@ class CudaDecodeRunner : public DecodeRunner {
     FLASHLAB_RETURN_IF_ERROR(lse_.poison());
     DECODE_CUDA(cudaDeviceSynchronize(), "poison");
     FLASHLAB_RETURN_IF_ERROR(attention_with_kvcache(p_));
-    DECODE_CUDA(cudaStreamSynchronize(stream_), "the decode call");
+    DECODE_CUDA(cudaStreamSynchronize(timing_.stream), "the decode call");
     DECODE_CUDA(cudaGetLastError(), "the decode call");
     FLASHLAB_RETURN_IF_ERROR(out_.download(host_.params.out.ptr));
     if (host_.params.lse != nullptr) FLASHLAB_RETURN_IF_ERROR(lse_.download(host_.params.lse));
@@ -77,7 +68,7 @@ class CudaDecodeRunner : public DecodeRunner {
   }
 
   Status time(const TimingPlan& plan, const IterationCallback& cb, std::vector<double>* ms) override {
-    return time_cuda_calls([&] { return attention_with_kvcache(p_); }, stream_, start_, stop_, flush_, plan, cb, ms);
+    return timing_.time([&] { return attention_with_kvcache(p_); }, plan, cb, ms);
   }
 
  private:
@@ -90,9 +81,8 @@ class CudaDecodeRunner : public DecodeRunner {
 
   DecodeHostView host_;
   KvCacheParams p_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  DeviceBuffer q_, k_, v_, seqlens_, table_, out_, lse_, workspace_, flush_;
+  CudaTiming timing_;
+  DeviceBuffer q_, k_, v_, seqlens_, table_, out_, lse_, workspace_;
 };
 
 }  // namespace
