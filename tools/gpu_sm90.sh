@@ -22,7 +22,7 @@
 #     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU,
 #               FLASHLAB_RING_BENCH=1 timing) and test_distributed.py (gloo) -> $OUT/ring.txt
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
-#     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128), then
+#     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128, 256), then
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
 #               default 1000; the ones it leaves to cuda_sm80 are drawn on top), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep (SAN_SWEEP
@@ -159,7 +159,7 @@ if has ablation; then
   done
 fi
 if has bwd; then
-  smoke bwd_smoke 60 "96 128" --backward
+  smoke bwd_smoke 60 "96 128 256" --backward
   FLASHLAB_SM80_BWD_SWEEP=${BWD_SWEEP:-1000} FLASHLAB_SM80_BWD_SWEEP_RUN=1 timeout ${SWEEP_TIMEOUT:-420} \
     "$BIN/test_cuda_backward" \
     --gtest_filter="${BWD_FILTER:-*/cuda_sm90}" > "$OUT/bwd_sweep.txt" 2>&1

@@ -659,12 +659,14 @@ TEST_P(CudaBackwardImpl, Workspace) {
     // The layout (common/bwd_workspace.h), the same bytes for every implementation: D per row;
     // row_stats: 2 floats per row of whole 128-row tiles per sequence (300 -> 384 rows) · heads_q;
     // dQ accumulators: the same rows · heads_q · the head-dim bucket; deterministic: one int
-    // semaphore per 64-row tile · heads_q; GQA slices: rows · heads · head_dim.
+    // semaphore per 64-row tile · heads_q; the dsink partials: one float per 64-row query block of
+    // each sequence · heads_q (reserved always); GQA slices: rows · heads · head_dim.
     {
       const int64_t rows_q = 2 * 300, rows_k = 2 * 515, rows_q_tiles = 2 * 384;
       int64_t want = ((4 * 8 * rows_q + 255) / 256) * 256;
       want += ((4 * rows_q_tiles * 8 * 2 + 255) / 256) * 256;
       want += ((4 * rows_q_tiles * 8 * 128 + 255) / 256) * 256;
+      want += ((4 * 2 * 5 * 8 + 255) / 256) * 256;  // dsink_part: 2 sequences × ceil(300 / 64) × 8 heads
       if (deterministic) want += ((4 * (rows_q_tiles / 64) * 8 + 255) / 256) * 256;
       want += 2 * ((4 * rows_k * (deterministic ? 8 : 2) * 128 + 255) / 256) * 256;
       EXPECT_EQ(need, want) << (deterministic ? "deterministic" : "atomic");

@@ -273,8 +273,10 @@ TEST(CudaForward, Sm90Errors) {
   c.impl = Impl::kCudaSm90;
   AttentionConfig d = c;
   d.head_dim = 192;
-  expect_sm90_unsupported(d, true, "the backward at head_dim 192 (> 128) is not supported by impl cuda_sm90 yet: "
-                                   "impl cuda_sm80 serves it");
+  expect_sm90_unsupported(d, true, "the backward at head_dim 192 (bucket 192) is not supported by impl cuda_sm90 "
+                                   "yet: impl cuda_sm80 serves it");
+  d.head_dim = 136;  // bucket 192 too; 200 and 256 are bucket 256, which the backward serves
+  expect_sm90_unsupported(d, true, "the backward at head_dim 136 (bucket 192)");
   d.head_dim = 32;
   expect_sm90_unsupported(d, true, "the backward at head_dim 32 (<= 32: not measured on this path) is not supported by "
                                    "impl cuda_sm90 yet");
@@ -323,6 +325,22 @@ TEST(CudaForward, Sm90Errors) {
   b.deterministic = true;
   bst = flashlab::detail::sm90_backward_accepts(b);
   EXPECT_TRUE(bst.ok()) << bst.to_string();
+  // Head dim 256 has no deterministic kernel on this path (sm90/bwd_kernel_traits.h): refused, so
+  // that auto runs cuda_sm80's; the default mode is served.
+  b.head_dim = 256;
+  b.q = b.k = b.v = b.out = b.dout = flashlab::contiguous(static_cast<const void*>(buf), c.seqlen_q, c.heads_q, 256);
+  b.dq = b.dk = b.dv = flashlab::contiguous(static_cast<void*>(buf), c.seqlen_q, c.heads_q, 256);
+  bst = flashlab::detail::sm90_backward_accepts(b);
+  EXPECT_EQ(bst.code(), StatusCode::kUnsupported) << bst.to_string();
+  EXPECT_NE(bst.message().find("the deterministic backward at head_dim 256 (> 128) is not supported by impl "
+                               "cuda_sm90"),
+            std::string::npos)
+      << bst.message();
+  b.deterministic = false;
+  EXPECT_TRUE(flashlab::detail::sm90_backward_accepts(b).ok());
+  d = b;  // the head-dim rule lets 256 through (what follows it may refuse: no GPU, bucket not built)
+  const Status s256 = flashlab::detail::sm90_supports(d, /*backward=*/true);
+  EXPECT_EQ(s256.message().find("the backward at head_dim"), std::string::npos) << s256.message();
 }
 #endif
 

@@ -3,8 +3,8 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, variable-length batches (cu_seqlens), non-sm_90 devices; in the
-//   backward also head dims outside 33..128. The deterministic backward runs here (ordered dQ
-//   reductions, flash_bwd_kernel.h).
+//   backward also head dims outside 33..128 and 193..256, and the deterministic backward above 128.
+//   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
 // builds), and a refused descriptor would leave the kernel with garbage
@@ -37,10 +37,11 @@ namespace {
 constexpr const char* kName = "cuda_sm90";
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
-// The backward's buckets (tools/generate_kernels.py): up to 128 by its tiles (bwd_kernel_traits.h),
-// from 64 (bucket 32 is not measured on sm90; cuda_sm80 runs it).
+// The backward's buckets (tools/generate_kernels.py): 64, 96, 128 and 256 (bwd_kernel_traits.h);
+// bucket 32 is not measured on sm90 and bucket 192 has no tile (cuda_sm80 runs both). D 256 has no
+// deterministic kernel.
 constexpr int kMinBackwardHeadDim = 33;
-constexpr int kMaxBackwardHeadDim = 128;
+constexpr int kMaxBackwardHeadDim = 128;  // and then bucket 256
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
 using BwdFn = Status (*)(const common::BwdArguments&, void*);
@@ -102,9 +103,8 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (c.dropout_p > 0.0f) return unsupported("dropout");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) return unsupported("cu_seqlens (varlen)");
-  if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 256)
-    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (> " +
-                       std::to_string(kMaxBackwardHeadDim) + ")");
+  if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
+    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (bucket 192)");
   if (backward && c.head_dim < kMinBackwardHeadDim)
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (<= 32: not measured on this path)");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
@@ -137,6 +137,9 @@ Status sm90_forward(const FwdParams& p) {
 }
 
 Status sm90_backward_accepts(const BwdParams& p) {
+  if (p.deterministic && p.head_dim > kMaxBackwardHeadDim)
+    return unsupported("the deterministic backward at head_dim " + std::to_string(p.head_dim) + " (> " +
+                       std::to_string(kMaxBackwardHeadDim) + ")");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};
   return tma_strides(p.dtype, in, 4, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);

@@ -22,6 +22,21 @@
 // memory (ScoreVariant::p_and_ds_transposed). P never leaves the registers: the 16-bit Pᵀ and dSᵀ
 // are the A operands of dV and dK as they are (the forward's P·V trick). Every transposed operand
 // is the same bytes under a transposed layout (composition), as the forward's Vᵀ.
+//
+// Head dim 256 ("wide", kWide): a warpgroup cannot hold dK and dV of 64 keys × 256 (256 fp32
+// registers), so the CTA takes kBlockN = 64 keys and the warpgroups split the other dimensions:
+//   product        shape (per WG)   A                          B                          kind
+//   Sᵀ  = K·Q_wᵀ   64 × 32 × D      K (64, D) smem             Q rows [32w, +32) smem      SS
+//   dPᵀ = V·dO_wᵀ  64 × 32 × D      V (64, D) smem             dO rows [32w, +32) smem     SS
+//   dV[:, half w] += Pᵀ·dO[:, half w]   64 × D/2 × 64   Pᵀ (64, 64) smem   dOᵀ half, MN-major  SS
+//   dK[:, half w] += dSᵀ·Q[:, half w]   64 × D/2 × 64   dSᵀ (64, 64) smem  Qᵀ half, MN-major   SS
+//   dQ[:, half w]  = dS·K[:, half w]    64 × D/2 × 64   (the split dQ above, over the 64 keys)
+// Both warpgroups write their 32 queries of Pᵀ and dSᵀ (16-bit) to shared memory, double-buffered
+// by query block, and every product after the barrier reads both halves. Registers per consumer
+// thread: dK + dV 64 + 64, Sᵀ + dPᵀ 16 + 16, dQ 64 (192 while dK, dV and dQ run). dQ goes from
+// the registers to dq_accum by red.global.add.v4 (its 64 KiB shared buffer does not fit beside two
+// Q / dO stages: 225 KiB without it), so the writer warp idles and there is no deterministic
+// kernel at D 256 (api_sm90.cpp refuses it; auto runs cuda_sm80's).
 #pragma once
 
 #include <type_traits>
@@ -44,11 +59,16 @@ struct BwdTraits {
   using Element = Element_;
   using ElementAccum = float;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = 64;   // query rows per step of the loop
-  static constexpr int kBlockN = 128;  // keys per CTA
-  static constexpr int kStages = 2;    // Q and dO buffers each (3 measured: no gain, H100 2026-11-24)
+  static constexpr bool kWide = kHeadDim > 128;  // D 256: the layout of the file comment's second table
+  static constexpr int kBlockM = 64;              // query rows per step of the loop
+  static constexpr int kBlockN = kWide ? 64 : 128;  // keys per CTA
+  static constexpr int kStages = 2;  // Q and dO buffers each (3 measured: no gain, H100 2026-11-24)
   static constexpr int kMmaWarpGroups = 2;
-  static constexpr int kKeysPerWarpGroup = kBlockN / kMmaWarpGroups;  // 64: one wgmma M
+  // The (keys, queries) of a warpgroup's Sᵀ and dPᵀ (keys: one wgmma M of 64) and the columns of
+  // its dK and dV.
+  static constexpr int kKeysPerWarpGroup = kWide ? kBlockN : kBlockN / kMmaWarpGroups;
+  static constexpr int kQueriesPerWarpGroup = kWide ? kBlockM / kMmaWarpGroups : kBlockM;
+  static constexpr int kDkvCols = kWide ? kHeadDim / kMmaWarpGroups : kHeadDim;
   static constexpr int kMmaThreads = kMmaWarpGroups * cutlass::NumThreadsPerWarpGroup;
   static constexpr int kThreads = kMmaThreads + cutlass::NumThreadsPerWarpGroup;
   // setmaxnreg, the forward's rule (kernel_traits.h): 24 + 2 x 240 = 504 <= 504 = 3 x 168. The
@@ -70,17 +90,25 @@ struct BwdTraits {
   // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, Sᵀ + dPᵀ = 2 · 32, dQ =
   // 64·kDqCols/128; Pᵀ and dSᵀ in 16 bits (2 · 16) stay live until dV and dK retire. D 128:
   // 128 + 64 live in p_and_ds, 128 + 32 + 32 while dQ, dV and dK run.
-  static_assert(kHeadDim % 16 == 0 && kHeadDim <= 128, "the first Hopper backward serves head dims <= 128");
+  static_assert(kHeadDim % 16 == 0 && (kHeadDim <= 128 || kHeadDim == 256),
+                "the Hopper backward serves head dims <= 128 and 256");
+  static_assert(!kWide || kDqSplit, "D 256 splits dQ by halves of the head dim");
   static_assert(sizeof(Element) == 2, "the GMMA atoms below take 16-bit inputs");
 
   using OneWarpGroup = Layout<Shape<_1, _1, _1>>;
-  using TiledMmaSdP =
-      decltype(make_tiled_mma(GMMA::ss_op_selector<Element, Element, ElementAccum,
-                                                   Shape<Int<kKeysPerWarpGroup>, Int<kBlockM>, Int<kHeadDim>>>(),
-                              OneWarpGroup{}));
+  using TiledMmaSdP = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, ElementAccum,
+                           Shape<Int<kKeysPerWarpGroup>, Int<kQueriesPerWarpGroup>, Int<kHeadDim>>>(),
+      OneWarpGroup{}));
+  // dK, dV: A = Pᵀ / dSᵀ from registers (RS), or at D 256 from shared memory (SS, K-major there).
   using TiledMmadKV = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kHeadDim>, Int<kBlockM>>,
-                           GMMA::Major::K, GMMA::Major::MN>(),
+      std::conditional_t<kWide,
+                         decltype(GMMA::ss_op_selector<Element, Element, ElementAccum,
+                                                       Shape<_64, Int<kDkvCols>, Int<kBlockM>>, GMMA::Major::K,
+                                                       GMMA::Major::MN>()),
+                         decltype(GMMA::rs_op_selector<Element, Element, ElementAccum,
+                                                       Shape<_64, Int<kDkvCols>, Int<kBlockM>>, GMMA::Major::K,
+                                                       GMMA::Major::MN>())>{},
       OneWarpGroup{}));
   using TiledMmadQ = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, ElementAccum, Shape<_64, Int<kDqCols>, Int<kDqKeys>>,
@@ -97,6 +125,8 @@ struct BwdTraits {
   // (BLK_N, BLK_M, DS_STAGES): dSᵀ as the Sᵀ accumulator stores it, queries contiguous.
   using SmemLayoutdSt = decltype(tile_to_shape(smem_atom_k_major<Element, kBlockM>(),
                                                Shape<Int<kBlockN>, Int<kBlockM>, Int<kDsStages>>{}));
+  // D 256: Pᵀ as well, the A operand of dV (the same layout as dSᵀ).
+  using SmemLayoutPt = SmemLayoutdSt;
   // (BLK_M, BLK_N, DS_STAGES): dS, the A operand of dQ (MN-major).
   using SmemLayoutdS = decltype(composition(
       SmemLayoutdSt{},

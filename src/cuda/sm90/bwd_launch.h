@@ -10,12 +10,15 @@
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
 // No host synchronization and no allocation: all scratch is the caller's workspace, laid out by
 // common/bwd_workspace.h exactly as for cuda_sm80 (so the size does not depend on the GPU).
-// Dropout, varlen and head dims above 128 never reach it (api_sm90.cpp). The deterministic mode
+// Dropout, varlen, head dims 129..192 and the deterministic mode above 128 never reach it
+// (api_sm90.cpp). The deterministic mode
 // runs the same steps with its own main kernel (flash_bwd_kernel.h, kDeterministic); the
 // prologue also zeroes the dq_accum tiles' semaphores then.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <string>
 
 #include "cuda/common/bwd_prepost.h"
 #include "cuda/common/kernel_args.h"
@@ -55,6 +58,10 @@ Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
   using Traits = BwdTraits<kHeadDim, Element>;
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (args_in.seq.batch == 0 || args_in.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  // D 256 has no deterministic kernel (bwd_kernel_traits.h); api_sm90.cpp refuses it first, so that
+  // auto runs cuda_sm80's. Nothing is written before this.
+  if (Traits::kWide && args_in.deterministic)
+    return Status::Unsupported(std::string("impl ") + kImplName + ": the deterministic backward at head_dim > 128");
   common::BwdArguments args = args_in;
   args.rows.row_stats_tiles = true;  // the producer loads LSE and D as 64-row tiles
   FLASHLAB_RETURN_IF_ERROR(
@@ -63,7 +70,10 @@ Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
   // deterministic mode (kDeterministic: ordered dQ reductions, kPartial dK / dV).
   const bool general = common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>::general(args.score);
   Status main_kernel;
-  if (args.deterministic) {
+  if constexpr (Traits::kWide) {  // D 256: no deterministic kernel (refused above)
+    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
+                          : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+  } else if (args.deterministic) {
     main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true, true>>(args, stream, "backward kernel")
                           : launch_bwd_kernel<BwdKernel<Traits, false, true>>(args, stream, "backward kernel");
   } else {

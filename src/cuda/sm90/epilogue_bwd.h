@@ -83,6 +83,18 @@ CUTE_DEVICE void add_dq_smem(Acc const& acc_dq, float* buf, int wtid, bool load)
   }
 }
 
+// D 256 (no shared buffer): acc_dq added straight into its slab of the dq_accum tile, in the same
+// order, by red.global.add.v4.f32 (atomicAdd of a float4 whose result is unused).
+template <typename Acc>
+CUTE_DEVICE void add_dq_global(Acc const& acc_dq, float* slab, int wtid) {
+  static_assert(decltype(size(acc_dq))::value % DqAccumOrder::kVec == 0, "whole vectors per thread");
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc_dq); i += DqAccumOrder::kVec) {
+    atomicAdd(reinterpret_cast<float4*>(slab + DqAccumOrder::index(i, wtid)),
+              make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+  }
+}
+
 // The bulk-copy PTX the pinned CUTLASS lacks (its SM90_BULK_REDUCE_ADD is not in 4.2's headers):
 // dst (global) += src (shared::cta), `bytes` a multiple of 16, both 16-byte aligned, element-wise
 // atomic; tracked by the issuing thread's bulk async-group (cute::tma_store_arrive commits it).
@@ -148,7 +160,9 @@ CUTE_DEVICE void store_pair(Element* dst, float a, float b) {
 }
 
 // dK · scale and dV of warpgroup wg's 64 keys of key block n_block (acc_dk, acc_dv: TiledMmadKV
-// fragments of (64, HDIM)). seqlen_k: the call's key length (the workspace's rows per sequence).
+// fragments of (64, HDIM)); at D 256 of the block's 64 keys and the warpgroup's half of the head
+// dim, (64, HDIM / 2) at column HDIM / 2 · wg. seqlen_k: the call's key length (the workspace's rows
+// per sequence).
 // kDeterministic: the GQA mode is kPartial (kernel_args.cpp), else kAtomic; a template flag so
 // that the default kernel carries no kPartial branch.
 template <typename Traits, bool kDeterministic, typename Acc>
@@ -157,19 +171,21 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
                            int kv_group, int seqlen_k, int head_dim) {
   using Element = typename Traits::Element;
   using Mma = typename Traits::TiledMmadKV;
-  constexpr int kD = Traits::kHeadDim;
-  const int64_t n0 = int64_t(n_block) * Traits::kBlockN + int64_t(wg) * Traits::kKeysPerWarpGroup;
+  constexpr int kD = Traits::kDkvCols;
+  const int64_t n0 = int64_t(n_block) * Traits::kBlockN + (Traits::kWide ? 0 : int64_t(wg) * Traits::kKeysPerWarpGroup);
   const int rows = t.k_len - static_cast<int>(n0);
   if (rows <= 0) return;
+  const int c0 = Traits::kWide ? wg * kD : 0;  // the first column of the fragments
+  const int cols = head_dim - c0;  // the fragments' columns < cols are the head's
   const int kv_head = t.head / kv_group;
   if (g.dkv_mode == common::DkvMode::kDirect) {
     Element* dk = static_cast<Element*>(g.dk) +
-                  t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, kv_head);
+                  t.k_offset(g.dk_batch_stride, g.dk_row_stride, g.dk_head_stride, n0, kv_head) + c0;
     Element* dv = static_cast<Element*>(g.dv) +
-                  t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, kv_head);
-    write_pairs<Mma, kD>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, head_dim, wtid,
+                  t.k_offset(g.dv_batch_stride, g.dv_row_stride, g.dv_head_stride, n0, kv_head) + c0;
+    write_pairs<Mma, kD>(acc_dk, softmax_scale, dk, g.dk_row_stride, rows, cols, wtid,
                          store_pair<Element>);
-    write_pairs<Mma, kD>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, head_dim, wtid, store_pair<Element>);
+    write_pairs<Mma, kD>(acc_dv, 1.0f, dv, g.dv_row_stride, rows, cols, wtid, store_pair<Element>);
     return;
   }
   const int64_t row_stride = int64_t(g.heads_acc) * head_dim;
@@ -178,8 +194,8 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
     // head_dim), plain stores (this CTA is its only writer); summed in head order afterwards.
     const int64_t off = t.k_offset(int64_t(seqlen_k) * row_stride, row_stride, head_dim, n0, t.head);
     auto store = [](float* dst, float a, float b) { *reinterpret_cast<float2*>(dst) = make_float2(a, b); };
-    write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off, row_stride, rows, head_dim, wtid, store);
-    write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off, row_stride, rows, head_dim, wtid, store);
+    write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off + c0, row_stride, rows, cols, wtid, store);
+    write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off + c0, row_stride, rows, cols, wtid, store);
     return;
   }
   // kAtomic (GQA): the kv head's fp32 slice of (rows_k, heads_acc, head_dim).
@@ -188,8 +204,8 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
     atomicAdd(dst, a);
     atomicAdd(dst + 1, b);
   };
-  write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off, row_stride, rows, head_dim, wtid, add);
-  write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off, row_stride, rows, head_dim, wtid, add);
+  write_pairs<Mma, kD>(acc_dk, softmax_scale, g.dk_accum + off + c0, row_stride, rows, cols, wtid, add);
+  write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off + c0, row_stride, rows, cols, wtid, add);
 }
 
 // dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one

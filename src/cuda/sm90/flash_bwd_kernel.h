@@ -133,7 +133,7 @@ struct FlashBwdKernel {
       cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
       if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
         Mainloop::load(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
-      else if (warp_idx == 1 && !range.empty())
+      else if (warp_idx == 1 && !range.empty() && !Traits::kWide)
         write_dq(params, smem);
     } else {
       cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
@@ -156,6 +156,9 @@ struct FlashBwdKernel {
   // the role split must fit the producer warpgroup's registers (the kGeneral kernels spilled 4
   // bytes at 24 registers when the tile and the range were passed).
   __device__ void write_dq(const Params& params, SharedStorage& smem) const {
+    if constexpr (!Traits::kWide) write_dq_slabs(params, smem);
+  }
+  __device__ void write_dq_slabs(const Params& params, SharedStorage& smem) const {
     int n_block = 0;
     common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
                                            : TileScheduler::get_tile(params.scheduler, &n_block);
@@ -238,6 +241,66 @@ struct FlashBwdKernel {
     }
   }
 
+  // D 256 (Traits::kWide; bwd_kernel_traits.h): per query block, each warpgroup computes Sᵀ and dPᵀ
+  // of its 32 queries, writes 16-bit Pᵀ and dSᵀ to shared memory, and after a barrier over both
+  // warpgroups runs dV, dK and dQ on its half of the head dim with every operand in shared memory;
+  // dQ goes to dq_accum from the registers (add_dq_global). Pᵀ and dSᵀ are double-buffered by query
+  // block: a warpgroup writes buffer s again two blocks later, after the barrier of the block in
+  // between, which the other warpgroup reaches only once its products of block s retired.
+  template <typename TStS, typename CopyR2S, typename TPt, typename TdSt, typename AccKV>
+  __device__ void consume_wide(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
+                               const common::QueryBlockRange<kBlockM, kBlockN>& range, Pipeline& pipeline,
+                               Mainloop& mainloop, const Variant& variant, TStS const& tStS,
+                               CopyR2S const& copy_r2s, TPt tPsPt, TdSt tPsdS, AccKV& acc_dk, AccKV& acc_dv,
+                               PipelineState& state, int wg, int wtid) const {
+    typename Traits::TiledMmaSdP mma_sdp;
+    typename Traits::TiledMmadQ mma_dq;
+    auto thr_r2s = copy_r2s.get_thread_slice(wtid);
+    constexpr int kKeys = Traits::kKeysPerWarpGroup, kQueries = Traits::kQueriesPerWarpGroup;
+    CUTE_NO_UNROLL
+    for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
+      const int ps_stage = (m_block - range.m_min) % Traits::kDsStages;
+      Tensor acc_s = partition_fragment_C(mma_sdp, Shape<Int<kKeys>, Int<kQueries>>{});  // ((2, 2, 4), 1, 1)
+      Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kKeys>, Int<kQueries>>{});
+      pipeline.consumer_wait(state);
+      const int stage = state.index();
+      mainloop.issue_s(stage, acc_s);
+      mainloop.issue_dp(stage, acc_dp);
+
+      tile.m_block = m_block;
+      const bool needs_mask = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
+      Tensor s = rowcol_view(acc_s);
+      Tensor dp = rowcol_view(acc_dp);
+      const float* lse_log2 = smem.stats.data() + stage * Mainloop::kStatsFloats;
+      const float* dsum = lse_log2 + kBlockM;
+      warpgroup_wait<0>();
+      variant.template p_and_ds_transposed<kGeneral>(s, dp, tStS, m_block, n_block, needs_mask, lse_log2, dsum);
+      {
+        Tensor p16 = make_tensor<Element>(acc_s.layout());
+        convert_into(acc_s, p16);
+        copy(copy_r2s, thr_r2s.retile_S(p16), tPsPt(_, _, _, ps_stage));
+        Tensor ds16 = make_tensor<Element>(acc_dp.layout());
+        convert_into(acc_dp, ds16);
+        copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS(_, _, _, ps_stage));
+      }
+      cutlass::arch::fence_view_async_shared();  // the wgmma below read them through the async proxy
+      named_barrier_sync(Traits::kMmaThreads, BwdBarrier::kDsAll);
+      mainloop.issue_dv_smem(stage, ps_stage, acc_dv);
+      mainloop.issue_dk_smem(stage, ps_stage, acc_dk);
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, 16), 1, 1)
+      mainloop.issue_dq(ps_stage, acc_dq);
+      warpgroup_wait<1>();                // dV and dK retired: Q(m), dO(m) read
+      pipeline.consumer_release(state);  // every consumer thread arrives (pipeline.h kEveryThread)
+      ++state;
+      warpgroup_wait<0>();  // dQ
+      add_dq_global(acc_dq,
+                    dq_accum_tile<Traits>(params.grad, tile, m_block, params.scheduler.seqlen_q,
+                                          params.scheduler.heads_q) +
+                        wg * Mainloop::kDqBufferFloats,
+                    wtid);
+    }
+  }
+
   __device__ void consume(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
                           const common::QueryBlockRange<kBlockM, kBlockN>& range, Pipeline& pipeline) const {
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
@@ -247,8 +310,9 @@ struct FlashBwdKernel {
     typename Traits::TiledMmaSdP mma_sdp;
     typename Traits::TiledMmadKV mma_dkv;
     typename Traits::TiledMmadQ mma_dq;
-    Tensor acc_dk = partition_fragment_C(mma_dkv, Shape<_64, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)
-    Tensor acc_dv = partition_fragment_C(mma_dkv, Shape<_64, Int<kHeadDim>>{});
+    constexpr int kDkvCols = Traits::kDkvCols;  // HDIM, or its half at D 256
+    Tensor acc_dk = partition_fragment_C(mma_dkv, Shape<_64, Int<kDkvCols>>{});  // ((2, 2, COLS/8), 1, 1)
+    Tensor acc_dv = partition_fragment_C(mma_dkv, Shape<_64, Int<kDkvCols>>{});
     clear(acc_dk);
     clear(acc_dv);
 
@@ -256,24 +320,34 @@ struct FlashBwdKernel {
       Mainloop mainloop(smem, wtid, wg);
       const Variant variant(params.variant, tile);
       // (key, query) of this thread's Sᵀ / dPᵀ values in the (BLK_N, BLK_M) tile: the warpgroup's
-      // keys are rows [64 wg, 64 wg + 64).
+      // keys are rows [64 wg, 64 wg + 64) (D 256: all 64 keys, queries [32 wg, 32 wg + 32)).
+      constexpr int kKeys = Traits::kKeysPerWarpGroup, kQueries = Traits::kQueriesPerWarpGroup;
+      const int key_tile = Traits::kWide ? 0 : wg, query_tile = Traits::kWide ? wg : 0;
       Tensor cSt = make_identity_tensor(Shape<Int<kBlockN>, Int<kBlockM>>{});
-      Tensor cStw =
-          local_tile(cSt, Shape<_64, Int<kBlockM>>{}, make_coord(wg, _0{}));  // (64, BLK_M) -> (key, query)
-      Tensor tStS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cStw));  // (2 keys, 16 queries)
+      Tensor cStw = local_tile(cSt, Shape<Int<kKeys>, Int<kQueries>>{},
+                               make_coord(key_tile, query_tile));  // (64, QUERIES) -> (key, query)
+      Tensor tStS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cStw));  // (2 keys, 16 or 8 queries)
       auto copy_r2s =
           make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
       auto thr_r2s = copy_r2s.get_thread_slice(wtid);
-      // The warpgroup's rows of dSᵀ: (64, BLK_M, DS_STAGES).
-      Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Traits::SmemLayoutdSt{});
-      Tensor tPsdS = thr_r2s.partition_D(
-          local_tile(sdSt, Shape<_64, Int<kBlockM>, Int<Traits::kDsStages>>{}, make_coord(wg, _0{}, _0{})));
+      // The warpgroup's part of dSᵀ (or Pᵀ at D 256) in a (BLK_N, BLK_M, DS_STAGES) buffer.
+      auto part_of = [&](Element* buffer) {
+        Tensor sSt = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutdSt{});
+        return thr_r2s.partition_D(
+            local_tile(sSt, Shape<Int<kKeys>, Int<kQueries>, Int<Traits::kDsStages>>{},
+                       make_coord(key_tile, query_tile, _0{})));
+      };
+      Tensor tPsdS = part_of(smem.ds.data());
 
       // dS: the warpgroup's four warps, or (split dQ) both warpgroups.
       const BwdBarrier ds_barrier = Traits::kDqSplit ? BwdBarrier::kDsAll : offset(BwdBarrier::kDsWG1, wg);
       constexpr int kDsThreads = Traits::kDqSplit ? Traits::kMmaThreads : cutlass::NumThreadsPerWarpGroup;
       PipelineState state;  // consumer: stage 0, phase 0
       smem.barrier_kv.wait(0);
+      if constexpr (Traits::kWide) {
+        consume_wide(params, smem, tile, n_block, range, pipeline, mainloop, variant, tStS, copy_r2s,
+                     part_of(smem.pt.data()), tPsdS, acc_dk, acc_dv, state, wg, wtid);
+      } else {
       CUTE_NO_UNROLL
       for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
         const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
@@ -320,6 +394,7 @@ struct FlashBwdKernel {
         ++state;
         warpgroup_wait<0>();  // dQ
         hand_over_dq(smem, acc_dq, m_block > range.m_min, wg, wtid);
+      }
       }
     }
     store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,

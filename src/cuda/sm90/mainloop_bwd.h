@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cute/tensor.hpp>
 
@@ -59,17 +60,20 @@ struct MainloopBwd {
   static_assert(common::kRowStatsBlock == kBlockM, "a row_stats tile is one query block");
   static constexpr int kDqBufferFloats = kBlockM * Traits::kDqCols;  // one dq_accum slab
 
+  struct Empty {};
   struct SharedStorage {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;     // (BLK_M, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> dO;    // (BLK_M, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;     // (BLK_N, HDIM)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> v;     // (BLK_N, HDIM)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutdSt>, 1024> ds;  // dSᵀ (BLK_N, BLK_M, DS_STAGES)
+    // D 256 only: Pᵀ, as dSᵀ (the A operand of dV comes from shared memory there).
+    std::conditional_t<Traits::kWide, array_aligned<Element, cosize_v<typename Traits::SmemLayoutPt>, 1024>, Empty> pt;
     // Per stage: the query block's LSE · log2(e) and D (one row_stats tile, with Q and dO).
     array_aligned<float, kStatsFloats * kStages, 128> stats;
     // Per dQ slab: the CTA's contribution of one query block (64 × kDqCols fp32, in DqAccumOrder),
-    // handed to the writer warp (flash_bwd_kernel.h, write_dq).
-    array_aligned<float, kDqBufferFloats * Traits::kDqSlabs, 128> dq;
+    // handed to the writer warp (flash_bwd_kernel.h, write_dq). None at D 256 (red.global.add).
+    std::conditional_t<Traits::kWide, Empty, array_aligned<float, kDqBufferFloats * Traits::kDqSlabs, 128>> dq;
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
   };
@@ -183,10 +187,16 @@ struct MainloopBwd {
   CUTE_HOST_DEVICE static auto smem_tensor(Element* ptr) {
     return make_tensor(make_smem_ptr(ptr), Layout{});
   }
-  // The warpgroup's 64 rows of K or V: (64, HDIM).
+  // The warpgroup's 64 rows of K or V: (64, HDIM) (D 256: all of them).
   template <typename TensorT>
   CUTE_HOST_DEVICE static auto keys_of(TensorT&& t, int wg) {
-    return local_tile(t, Shape<_64, Int<Traits::kHeadDim>>{}, make_coord(wg, _0{}));
+    return local_tile(t, Shape<_64, Int<Traits::kHeadDim>>{}, make_coord(Traits::kWide ? 0 : wg, _0{}));
+  }
+  // The warpgroup's rows of a Q / dO stage: all 64, or (D 256) rows [32 wg, +32).
+  template <typename TensorT>
+  CUTE_HOST_DEVICE static auto queries_of(TensorT&& t, int wg) {
+    return local_tile(t, Shape<Int<Traits::kQueriesPerWarpGroup>, Int<Traits::kHeadDim>>{},
+                      make_coord(Traits::kWide ? wg : 0, _0{}));
   }
   // The operands are rebuilt from the shared-memory addresses at each issue rather than kept as
   // members: six GMMA descriptors held across the loop cost registers the accumulators need
@@ -215,6 +225,16 @@ struct MainloopBwd {
   CUTE_DEVICE void issue_dk(int stage, FragA const& dst, Acc& acc_dk) {
     gemm_issue<false, true>(mma_dkv, dst, dkv_b(smem.q.data(), stage), acc_dk);
   }
+  // D 256: the same two products with Pᵀ and dSᵀ (both warpgroups' queries) from shared memory
+  // (SS), onto the warpgroup's half of the head dim.
+  template <typename Acc>
+  CUTE_DEVICE void issue_dv_smem(int stage, int ps_stage, Acc& acc_dv) {
+    gemm_issue<false, false>(mma_dkv, dkv_a(smem.pt.data(), ps_stage), dkv_b(smem.dO.data(), stage), acc_dv);
+  }
+  template <typename Acc>
+  CUTE_DEVICE void issue_dk_smem(int stage, int ps_stage, Acc& acc_dk) {
+    gemm_issue<false, false>(mma_dkv, dkv_a(smem.ds.data(), ps_stage), dkv_b(smem.q.data(), stage), acc_dk);
+  }
   // The shared-memory operands: K_w or V_w (A of Sᵀ, dPᵀ); Q or dO of a stage (B of Sᵀ, dPᵀ); their
   // transposes (B of dK, dV).
   CUTE_DEVICE auto sdp_a(Element* ptr) {
@@ -223,11 +243,18 @@ struct MainloopBwd {
   }
   CUTE_DEVICE auto sdp_b(Element* ptr, int stage) {
     return mma_sdp.get_thread_slice(wtid).partition_fragment_B(
-        smem_tensor<typename Traits::SmemLayoutQ>(ptr)(_, _, stage));
+        queries_of(smem_tensor<typename Traits::SmemLayoutQ>(ptr)(_, _, stage), wg));
   }
+  // Qᵀ or dOᵀ of a stage: (HDIM, BLK_M), or at D 256 the warpgroup's half of the head dim.
   CUTE_DEVICE auto dkv_b(Element* ptr, int stage) {
     return mma_dkv.get_thread_slice(wtid).partition_fragment_B(
-        smem_tensor<typename Traits::SmemLayoutQt>(ptr)(_, _, stage));
+        local_tile(smem_tensor<typename Traits::SmemLayoutQt>(ptr)(_, _, stage),
+                   Shape<Int<Traits::kDkvCols>, Int<kBlockM>>{}, make_coord(Traits::kWide ? wg : 0, _0{})));
+  }
+  // D 256: Pᵀ or dSᵀ of a buffer stage, (BLK_N, BLK_M), K-major (queries contiguous).
+  CUTE_DEVICE auto dkv_a(Element* ptr, int ps_stage) {
+    return mma_dkv.get_thread_slice(wtid).partition_fragment_A(
+        smem_tensor<typename Traits::SmemLayoutdSt>(ptr)(_, _, ps_stage));
   }
   // dQ from dS in shared memory (SS). kDqSplit: dQ[:, half wg] = dS (all 128 keys)·K[:, half wg].
   // Else dQ_w = dS_w·K_w over the warpgroup's 64 keys.
