@@ -26,7 +26,7 @@
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
 #               default 1000; the ones it leaves to cuda_sm80 are drawn on top), Workspace, Determinism
 #     bwd-sanitize  memcheck, racecheck, synccheck on a small cuda_sm90 backward sweep (SAN_SWEEP
-#               configurations, default 24; SAN_TOOLS picks the tools)
+#               draws, default 24; SAN_TOOLS picks the tools; SAN_BUCKET=D keeps the draws of head-dim bucket D)
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR
 #               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
@@ -168,7 +168,7 @@ if has bwd; then
 fi
 if has bwd-sanitize; then
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
-    FLASHLAB_SM80_BWD_SWEEP=${SAN_SWEEP:-24} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
+    FLASHLAB_SM80_BWD_SWEEP=${SAN_SWEEP:-24} FLASHLAB_SM80_BWD_BUCKET=${SAN_BUCKET:-0} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
       compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_backward" \
       --gtest_filter='*Sweep/cuda_sm90' > "$OUT/bwd_san_$tool.txt" 2>&1
     echo "$tool rc $?" | tee -a "$OUT/bwd_san_$tool.txt"

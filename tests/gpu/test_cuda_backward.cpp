@@ -67,6 +67,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -508,10 +509,20 @@ TEST_P(CudaBackwardImpl, Sweep) {
   // FLASHLAB_SM80_BWD_SWEEP_RUN=1: n counts the configurations the implementation runs; the cases
   // it leaves to another implementation (or that are not built) are drawn on top, up to 20 n draws.
   const bool count_run = env_int("FLASHLAB_SM80_BWD_SWEEP_RUN", 0) != 0;
+  // FLASHLAB_SM80_BWD_BUCKET=D: only the cases of head-dim bucket D (e.g. a sanitizer run aimed at
+  // one tile shape); the others are drawn and dropped before any work.
+  const int only_bucket = env_int("FLASHLAB_SM80_BWD_BUCKET", 0);
+  auto bucket_of = [](int64_t d) {
+    for (int b : {32, 64, 96, 128, 192, 256})
+      if (d <= b) return b;
+    return 0;
+  };
+  std::map<int, int> ran_by_bucket;
   int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0;
   double worst = 0;
   for (int i = 0; count_run ? (ran < n && i < 20 * n) : i < n; ++i) {
     const SweepCase c = random_case(rng, env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30));
+    if (only_bucket != 0 && bucket_of(c.spec.head_dim) != only_bucket) continue;
     Problem pb(c.spec);
     const std::string what = "case " + std::to_string(i) + ": " + pb.spec.describe() +
                              (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale)) +
@@ -539,6 +550,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
     const Status st = run_backward(dev, GetParam(), c.scale, c.deterministic);
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ++ran;
+    ++ran_by_bucket[bucket_of(pb.spec.head_dim)];
     with_sinks += pb.spec.sinks ? 1 : 0;
     const Problem exact = exact_backward(pb, c.scale);
     const Problem same = same_precision_backward(pb, c.scale);
@@ -559,6 +571,9 @@ TEST_P(CudaBackwardImpl, Sweep) {
       "%d failed; "
       "worst uses %.2f of the tolerance\n",
       flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed, worst);
+  std::string buckets;
+  for (const auto& [bucket, count] : ran_by_bucket) buckets += " " + std::to_string(bucket) + ":" + std::to_string(count);
+  std::printf("[ sweep    ] %s: run per head-dim bucket:%s\n", flashlab::to_string(GetParam()), buckets.c_str());
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 

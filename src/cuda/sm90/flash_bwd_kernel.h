@@ -285,19 +285,31 @@ struct FlashBwdKernel {
       }
       cutlass::arch::fence_view_async_shared();  // the wgmma below read them through the async proxy
       named_barrier_sync(Traits::kMmaThreads, BwdBarrier::kDsAll);
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, 16), 1, 1)
+      float* const dq_slab = dq_accum_tile<Traits>(params.grad, tile, m_block, params.scheduler.seqlen_q,
+                                                   params.scheduler.heads_q) +
+                             wg * Mainloop::kDqBufferFloats;
+#if defined(FLASHLAB_SM90_BWD_DQ_LAST)
       mainloop.issue_dv_smem(stage, ps_stage, acc_dv);
       mainloop.issue_dk_smem(stage, ps_stage, acc_dk);
-      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, 16), 1, 1)
       mainloop.issue_dq(ps_stage, acc_dq);
       warpgroup_wait<1>();                // dV and dK retired: Q(m), dO(m) read
       pipeline.consumer_release(state);  // every consumer thread arrives (pipeline.h kEveryThread)
       ++state;
       warpgroup_wait<0>();  // dQ
-      add_dq_global(acc_dq,
-                    dq_accum_tile<Traits>(params.grad, tile, m_block, params.scheduler.seqlen_q,
-                                          params.scheduler.heads_q) +
-                        wg * Mainloop::kDqBufferFloats,
-                    wtid);
+      add_dq_global(acc_dq, dq_slab, wtid);
+#else
+      // dQ first: its adds to dq_accum run while dV and dK do.
+      mainloop.issue_dq(ps_stage, acc_dq);
+      mainloop.issue_dv_smem(stage, ps_stage, acc_dv);
+      mainloop.issue_dk_smem(stage, ps_stage, acc_dk);
+      warpgroup_wait<2>();  // dQ
+      warpgroup_fence_operand(acc_dq);
+      add_dq_global(acc_dq, dq_slab, wtid);
+      warpgroup_wait<0>();                // dV and dK retired: Q(m), dO(m) read
+      pipeline.consumer_release(state);  // every consumer thread arrives (pipeline.h kEveryThread)
+      ++state;
+#endif
     }
   }
 
