@@ -15,6 +15,8 @@
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
 #     grid      python -m flashlab.bench over the grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
+#     host-profile  python/scripts/profile_host.py: the host and device time of a flashlab.torch backward
+#               beside SDPA's (b32 s512 causal and a tiny shape), cProfile of the tiny one -> $OUT/host_profile.txt
 #     decode-bench  python -m flashlab.bench_decode (decode against a K/V cache, TB/s: flashlab and
 #               KVCacheDecoder beside SDPA's cudnn / flash / efficient backends; DECODE_ARGS, e.g.
 #               "--page-sizes 0,16 --cache-lens 4096,65536"; DECODE_TIMEOUT, default 300 s) -> $OUT/decode,
@@ -140,6 +142,11 @@ if has grid; then
     --impls "${GRID_IMPLS:-flashlab:auto,flashlab:cuda_sm80,sdpa_flash,sdpa_cudnn,fa4}" ${GRID_ARGS:-} --out "$OUT/grid" \
     > "$OUT/grid.txt" 2>&1; echo "grid rc $?" >> "$OUT/grid.txt")
   tail -45 "$OUT/grid.txt"
+fi
+if has host-profile; then
+  py_setup && (cd /tmp && timeout 200 python3 "$OLDPWD/python/scripts/profile_host.py" > "$OUT/host_profile.txt" 2>&1
+    echo "host-profile rc $?" >> "$OUT/host_profile.txt")
+  head -60 "$OUT/host_profile.txt"
 fi
 if has decode-bench; then
   py_setup && (cd /tmp && timeout ${DECODE_TIMEOUT:-300} python3 -m flashlab.bench_decode --out "$OUT/decode" \

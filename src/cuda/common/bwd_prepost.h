@@ -72,9 +72,19 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+// zero / zero_count: dq_accum and its length in float4 (0: nothing to zero). The CTAs zero it
+// between them, each a contiguous share, while they stream O and dO: one pass over memory instead
+// of a cudaMemsetAsync before the kernel (its launch, ~14 us of host time, and a second sweep).
 template <typename Element, typename Params>
-__global__ void __launch_bounds__(kPrepostThreads)
-    bwd_preprocess_kernel(__grid_constant__ const Params params) {
+__global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTAs (32 warps) an SM
+    bwd_preprocess_kernel(__grid_constant__ const Params params, float4* zero, int64_t zero_count) {
+  if (zero_count > 0) {
+    const int64_t ctas = int64_t(gridDim.x) * gridDim.y * gridDim.z;
+    const int64_t cta = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+    const int64_t share = (zero_count + ctas - 1) / ctas;
+    const int64_t end = min(zero_count, (cta + 1) * share);
+    for (int64_t i = cta * share + threadIdx.x; i < end; i += kPrepostThreads) zero[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   const BwdInputArgs& in = params.in;
   const SeqRows s(params.seq.cu_seqlens_q, params.seq.seqlen_q, static_cast<int>(blockIdx.z));
   const int head = static_cast<int>(blockIdx.y);
@@ -90,42 +100,54 @@ __global__ void __launch_bounds__(kPrepostThreads)
   float sink_part = 0.0f;
   // Tiles: every row of the block, the padding past the sequence too.
   const int r_end = rows.row_stats_tiles ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
-  for (int r = m0 + warp; r < r_end; r += kPrepostThreads / 32) {  // warp-uniform
-    float sum = 0.0f;
-    if (r < s.len && d0 < in.head_dim) {
-      Pack8<Element> o, d;
-      o.raw = *reinterpret_cast<const uint4*>(
-          static_cast<const Element*>(in.out) +
-          s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
-      d.raw = *reinterpret_cast<const uint4*>(
-          static_cast<const Element*>(in.dout) +
-          s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) sum += o.get(i) * d.get(i);
-    }
-    sum = warp_sum(sum);
-    if (lane != 0) continue;
-    if (sink != -INFINITY && r < s.len) {
-      const float lse =
-          rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
-                            : int64_t(s.b) * rows.lse_batch_stride + int64_t(head) * rows.lse_head_stride + r];
-      sink_part -= exp2f((sink - lse) * kLog2e) * sum;  // exp2f: expf's slow path spills
-    }
+  // What lane 0 does with row r's D (warp-summed): the sink's share, and D (and LSE · log2 e) out.
+  auto finish = [&](int r, float sum) {
+    // The row's LSE, read once, where the sink or the row_stats tile needs it.
+    const bool in_seq = r < s.len;
+    const float lse = in_seq && (sink != -INFINITY || rows.row_stats_tiles)
+                          ? rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
+                                              : int64_t(s.b) * rows.lse_batch_stride +
+                                                    int64_t(head) * rows.lse_head_stride + r]
+                          : -INFINITY;
+    if (sink != -INFINITY && in_seq) sink_part -= exp2f((sink - lse) * kLog2e) * sum;  // exp2f: expf's slow path spills
     if (!rows.row_stats_tiles) {
       rows.dsum[int64_t(head) * rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
-      continue;
+      return;
     }
-    float lse_log2 = INFINITY;  // past the sequence, or no visible key: P = 0
-    if (r < s.len) {
-      const float lse =
-          rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
-                            : int64_t(s.b) * rows.lse_batch_stride + int64_t(head) * rows.lse_head_stride + r];
-      if (lse != -INFINITY) lse_log2 = lse * kLog2e;
-    }
+    // Past the sequence, or no visible key: +inf, so that P = 0.
+    const float lse_log2 = in_seq && lse != -INFINITY ? lse * kLog2e : INFINITY;
     float* tile = rows.row_stats + row_stats_tile_offset(s.b, static_cast<int>(blockIdx.x), head,
                                                          params.seq.seqlen_q, params.seq.heads_q);
     tile[r - m0] = lse_log2;
     tile[kRowStatsBlock + r - m0] = sum;
+  };
+  // A warp takes kBatch of its rows at once: their O and dO loads are all in flight before the
+  // first product (one row at a time left each warp with two 16-byte loads outstanding).
+  constexpr int kWarps = kPrepostThreads / 32, kBatch = 4;
+  for (int r0 = m0 + warp; r0 < r_end; r0 += kBatch * kWarps) {  // warp-uniform
+    Pack8<Element> o[kBatch], d[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int r = r0 + u * kWarps;
+      o[u].raw = d[u].raw = make_uint4(0u, 0u, 0u, 0u);
+      if (r < r_end && r < s.len && d0 < in.head_dim) {
+        o[u].raw = *reinterpret_cast<const uint4*>(
+            static_cast<const Element*>(in.out) +
+            s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
+        d[u].raw = *reinterpret_cast<const uint4*>(
+            static_cast<const Element*>(in.dout) +
+            s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int r = r0 + u * kWarps;
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sum += o[u].get(i) * d[u].get(i);
+      sum = warp_sum(sum);
+      if (lane == 0 && r < r_end) finish(r, sum);
+    }
   }
   if (rows.dsink_partial != nullptr) {  // CTA-uniform: the four warps' sums in warp order
     __shared__ float warp_part[kPrepostThreads / 32];
@@ -206,20 +228,20 @@ __global__ void __launch_bounds__(kPrepostThreads)
 }
 
 // ---- Host: what every implementation's backward runs around its own kernels, in stream order.
-// Before: zero dq_accum's tiles (atomic dQ; tiles of block_m rows × the bucket), the tiles'
-// semaphores (cuda_sm90's deterministic mode) and, GQA with atomics, dk_accum / dv_accum; then
-// D = rowsum(dO ∘ O).
+// Before: zero the tiles' semaphores (cuda_sm90's deterministic mode) and, GQA with atomics,
+// dk_accum / dv_accum; then D = rowsum(dO ∘ O) in the kernel that also zeroes dq_accum's tiles
+// (atomic dQ; tiles of block_m rows × the bucket).
 template <typename Element>
 Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStream_t stream,
                     const char* impl) {
   const SeqArgs& seq = args.seq;
   const BwdGradArgs& g = args.grad;
-  if (g.dq_accum != nullptr) {
-    const size_t bytes =
-        size_t(dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket)) * sizeof(float);
-    FLASHLAB_RETURN_IF_ERROR(
-        cuda_error(cudaMemsetAsync(g.dq_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dq_accum)"));
-  }
+  const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
+  // dq_accum is zeroed by the preprocess kernel (below); with no rows it has no tile either.
+  const int64_t dq_accum_count4 =
+      g.dq_accum != nullptr && nonempty(grid_rows_q)
+          ? dq_accum_floats(seq.batch, seq.seqlen_q, seq.heads_q, block_m, bucket) / 4  // 256-byte tiles
+          : 0;
   if (g.dq_semaphore != nullptr) {
     const size_t bytes =
         size_t(dq_semaphore_count(seq.batch, seq.seqlen_q, seq.heads_q, block_m)) * sizeof(int);
@@ -233,9 +255,9 @@ Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStrea
     FLASHLAB_RETURN_IF_ERROR(
         cuda_error(cudaMemsetAsync(g.dv_accum, 0, bytes, stream), impl, "cudaMemsetAsync(dv_accum)"));
   }
-  const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
   if (nonempty(grid_rows_q)) {
-    bwd_preprocess_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(args);
+    bwd_preprocess_kernel<Element><<<grid_rows_q, kPrepostThreads, 0, stream>>>(
+        args, reinterpret_cast<float4*>(g.dq_accum), dq_accum_count4);
     FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), impl, "backward preprocess kernel launch"));
   }
   if (args.rows.dsink != nullptr && seq.heads_q > 0) {

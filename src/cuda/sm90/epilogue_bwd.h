@@ -209,48 +209,72 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
 }
 
 // dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one
-// warpgroup per tile: thread t reads back, slab by slab, exactly the values store_dq_smem's thread t stored.
+// warpgroup per tile: thread t reads back, slab by slab, exactly the values store_dq_smem's thread t
+// stored (whole 512-byte lines per warp), converts them into a row-major slab in shared memory,
+// and the warpgroup then writes whole 16-byte row chunks (straight from the fragment, a warp's
+// 4-byte stores touched 8 rows each: 1.9 TB/s at b32 s512 h16 d128 on the H100).
 template <typename Traits>
 struct BwdConvertDq {
   static constexpr int kThreads = cutlass::NumThreadsPerWarpGroup;
   static constexpr int kHeadDim = Traits::kHeadDim;
-  static constexpr int kSharedStorageBytes = 0;
+  using Element = typename Traits::Element;
+  static constexpr int kCols = Traits::kDqCols;
+  // +8 elements a row: consecutive rows 4 banks apart, so a warp's pair stores (8 rows × 4 pairs)
+  // hit 32 different banks; rows stay 16-byte aligned.
+  static constexpr int kPitch = kCols + 8;
+  struct SharedStorage {
+    alignas(16) Element slab[Traits::kBlockM * kPitch];
+  };
+  static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
   struct Params {
     common::SeqArgs seq;
     common::BwdGradArgs grad;
     float softmax_scale;
     int head_dim;
   };
-  struct SharedStorage {};
   static Params to_params(const common::BwdArguments& a) {
     return Params{a.seq, a.grad, a.score.softmax_scale, a.in.head_dim};
   }
   static dim3 grid(const Params& p) { return common::FwdTileScheduler::grid(p.seq, Traits::kBlockM); }
 
-  CUTE_DEVICE void operator()(const Params& p, SharedStorage&) const {
+  CUTE_DEVICE void operator()(const Params& p, SharedStorage& smem) const {
     const common::WorkTile t = common::FwdTileScheduler::get_tile(p.seq);
     if (t.m_block * Traits::kBlockM >= t.q_len) return;
     const int wtid = static_cast<int>(threadIdx.x);
-    using Element = typename Traits::Element;
-    constexpr int kCols = Traits::kDqCols;
     typename Traits::TiledMmadQ mma;
     const common::BwdGradArgs& g = p.grad;
     const int64_t m0 = int64_t(t.m_block) * Traits::kBlockM;
+    const int rows = t.q_len - static_cast<int>(m0);
     Element* dq = static_cast<Element*>(g.dq) +
                   t.q_offset(g.dq_batch_stride, g.dq_row_stride, g.dq_head_stride, m0, t.head);
     const float* tile = dq_accum_tile<Traits>(g, t, t.m_block, p.seq.seqlen_q, p.seq.heads_q);
+    Tensor c = mma.get_thread_slice(wtid).partition_C(make_identity_tensor(Shape<Int<Traits::kBlockM>, Int<kCols>>{}));
     CUTE_UNROLL
     for (int h = 0; h < Traits::kDqSlabs; ++h) {
-      Tensor acc = partition_fragment_C(mma, Shape<_64, Int<kCols>>{});  // ((2, 2, COLS/8), 1, 1)
+      const int cols = p.head_dim - h * kCols;  // the slab's columns that exist (multiples of 8)
+      if (cols <= 0) break;
+      Tensor acc = partition_fragment_C(mma, Shape<Int<Traits::kBlockM>, Int<kCols>>{});  // ((2, 2, COLS/8), 1, 1)
       const float* slab = tile + h * (Traits::kBlockM * kCols);
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {
         const float4 v = *reinterpret_cast<const float4*>(slab + DqAccumOrder::index(i, wtid));
         acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
       }
-      write_pairs<typename Traits::TiledMmadQ, kCols>(acc, p.softmax_scale, dq + h * kCols, g.dq_row_stride,
-                                                      t.q_len - static_cast<int>(m0), p.head_dim - h * kCols,
-                                                      wtid, store_pair<Element>);
+      if (h > 0) __syncthreads();  // the previous slab's chunks were read
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += 2) {  // values i, i + 1: adjacent columns of one row
+        const int row = static_cast<int>(get<0>(c(i))), col = static_cast<int>(get<1>(c(i)));
+        store_pair(smem.slab + row * kPitch + col, acc(i) * p.softmax_scale, acc(i + 1) * p.softmax_scale);
+      }
+      __syncthreads();
+      constexpr int kChunks = kCols / 8;  // 16-byte chunks per row
+      CUTE_UNROLL
+      for (int j = wtid; j < Traits::kBlockM * kChunks; j += kThreads) {
+        const int row = j / kChunks, col = (j % kChunks) * 8;
+        if (row < rows && col < cols)
+          *reinterpret_cast<uint4*>(dq + int64_t(row) * g.dq_row_stride + h * kCols + col) =
+              *reinterpret_cast<const uint4*>(smem.slab + row * kPitch + col);
+      }
     }
   }
 };

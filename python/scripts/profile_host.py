@@ -1,0 +1,119 @@
+"""Where the host time of a flashlab.torch backward goes, on a GPU (tools/gpu_sm90.sh host-profile).
+
+    python python/scripts/profile_host.py            # needs torch, a GPU and a CUDA build of flashlab
+
+At short sequences the backward's host time can exceed its GPU time, and then an eager call (what
+`python -m flashlab.bench` times, one call after an L2 flush) waits on the host. Prints, for
+flashlab.torch beside SDPA (cuDNN and flash backends):
+1. per backward call (torch.autograd.grad of the output): host time (perf_counter over calls
+   issued back to back) and GPU time (CUDA events over the same calls), at the grid's shortest
+   point (batch 32, seqlen 512, 16 heads, head_dim 128, causal) and at a tiny one (host only);
+2. one flushed call the way flashlab.bench times it (a 256 MiB memset, then start event, the call,
+   stop event), so the two can be compared;
+3. cProfile of the tiny backward: the Python functions by own time (the C++ call is inside
+   flashlab.torch._call); then torch.profiler's table of the same calls, CUDA runtime calls
+   (launches, memsets, allocations, synchronizations) included.
+"""
+
+import cProfile
+import io
+import pstats
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import flashlab.torch as fl
+
+
+def make(batch, seqlen, heads, head_dim):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    shape = (batch, seqlen, heads, head_dim)
+    q, k, v, do = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(4))
+    return [t.requires_grad_() for t in (q, k, v)] + [do]
+
+
+def flashlab_fn(q, k, v):
+    return fl.attention(q, k, v, causal=True)
+
+
+def sdpa_fn(backend):
+    def f(q, k, v):
+        with sdpa_kernel(backend):
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=True)
+        return o.transpose(1, 2)
+    return f
+
+
+def per_call(fn, q, k, v, do, calls=50, reps=5):
+    out = fn(q, k, v)
+    bwd = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
+    for _ in range(5):
+        bwd()
+    torch.cuda.synchronize()
+    host, dev = [], []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            bwd()
+        t1 = time.perf_counter()
+        stop.record()
+        stop.synchronize()
+        host.append((t1 - t0) / calls * 1e6)
+        dev.append(start.elapsed_time(stop) / calls * 1e3)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flushed = []
+    for _ in range(20):
+        flush.zero_()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        bwd()
+        stop.record()
+        stop.synchronize()
+        flushed.append(start.elapsed_time(stop) * 1e3)
+    return statistics.median(host), statistics.median(dev), statistics.median(flushed), bwd
+
+
+def main():
+    impls = [("flashlab", flashlab_fn), ("sdpa_cudnn", sdpa_fn(SDPBackend.CUDNN_ATTENTION)),
+             ("sdpa_flash", sdpa_fn(SDPBackend.FLASH_ATTENTION))]
+    for label, shape in (("b32 s512 h16 d128 causal", (32, 512, 16, 128)), ("tiny b1 s128 h1 d64 causal", (1, 128, 1, 64))):
+        q, k, v, do = make(*shape)
+        print(f"## {label}: per backward call, us (host = perf_counter over back-to-back calls; "
+              f"device = CUDA events over them; flushed = one call after a 256 MiB memset, as flashlab.bench)")
+        for name, fn in impls:
+            try:
+                host, dev, flushed, _ = per_call(fn, q, k, v, do)
+                print(f"  {name:12s} host {host:8.1f}   device {dev:8.1f}   flushed {flushed:8.1f}")
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+    q, k, v, do = make(1, 128, 1, 64)
+    _, _, _, bwd = per_call(flashlab_fn, q, k, v, do, calls=10, reps=1)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        bwd()
+    prof.disable()
+    torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(20)
+    print("## cProfile, 2000 tiny flashlab backward calls (own time per function)")
+    print(s.getvalue())
+    # The CUDA runtime calls (launches, memsets, allocations, synchronizations) and the ops, by self
+    # CPU time: what the C++ side of the call spends, which cProfile folds into _call.
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as tp:
+        for _ in range(200):
+            bwd()
+        torch.cuda.synchronize()
+    print("## torch.profiler, 200 tiny flashlab backward calls (self CPU time; CUDA runtime calls included)")
+    print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
+
+
+if __name__ == "__main__":
+    main()
