@@ -1,8 +1,8 @@
 // src/cuda/sm80/bwd_launch.h — from BwdArguments to the backward's launches on the caller's stream.
 //
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
-//   1. cudaMemsetAsync(0): dq_accum's tiles (atomic dQ); GQA with atomics: dk_accum, dv_accum
-//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O)                 (common/bwd_prepost.h)
+//   1. cudaMemsetAsync(0): GQA with atomics: dk_accum, dv_accum
+//   2. bwd_preprocess_kernel      D = rowsum(dO ∘ O); dq_accum's tiles = 0 (atomic dQ) (common/bwd_prepost.h)
 //   3. FlashBwdKernel             dK, dV (and dq_accum += dS·K in atomic mode)
 //   4. deterministic: FlashBwdDqKernel (dQ directly); else BwdConvertDqKernel (dq_accum -> dQ)
 //   5. GQA: bwd_convert_dkv_kernel                                    (common/bwd_prepost.h)
