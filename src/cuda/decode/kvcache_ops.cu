@@ -44,7 +44,9 @@ Status launch_typed(const decode::AppendParams& ap, cudaStream_t stream) {
   int64_t blocks = (total + kAppendThreads - 1) / kAppendThreads;
   const int64_t cap = int64_t(facts->sm_count) * 32;
   if (blocks > cap) blocks = cap;
-  decode::append_kernel<T, kVec><<<static_cast<unsigned>(blocks), kAppendThreads, 0, stream>>>(ap);
+  decode::AppendParams launch = ap;
+  launch.set_divisors();
+  decode::append_kernel<T, kVec><<<static_cast<unsigned>(blocks), kAppendThreads, 0, stream>>>(launch);
   return common::cuda_error(cudaGetLastError(), "cuda", "kvcache append launch");
 }
 
