@@ -28,38 +28,16 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <climits>
+
+#include "cuda/common/fast_div.h"
 
 namespace flashlab {
 namespace decode {
 
-// n / d and n % d for 0 <= n < 2^31 by a divisor fixed at launch: one multiply-high and a shift
-// (the round-up method of Granlund and Montgomery, as cutlass::FastDivmod) instead of the ~20
-// instructions of a division by a runtime value. The rotary append did four such divisions per
-// 16-byte vector: ncu on the H100 counted IMAD, ISETP, I2F.RP and MUFU.RCP at 45 % of its
-// instructions.
-struct FastDiv {
-  int d = 1;
-  uint32_t mul = 0, shift = 0;  // d == 1: n itself
-  FastDiv() = default;
-  explicit FastDiv(int divisor) : d(divisor) {
-    if (d > 1) {
-      int log2_ceil = 0;
-      while ((int64_t(1) << log2_ceil) < d) ++log2_ceil;
-      const int p = 31 + log2_ceil;
-      mul = static_cast<uint32_t>(((uint64_t(1) << p) + uint64_t(d) - 1) / uint64_t(d));
-      shift = static_cast<uint32_t>(p - 32);
-    }
-  }
-  __device__ __forceinline__ int div(int n) const {
-    return d == 1 ? n : static_cast<int>(__umulhi(static_cast<uint32_t>(n), mul) >> shift);
-  }
-  __device__ __forceinline__ int divmod(int n, int* rem) const {
-    const int q = div(n);
-    *rem = n - q * d;
-    return q;
-  }
-};
+// The index math divides by FastDiv (common/fast_div.h): the rotary append did four divisions by
+// runtime values per 16-byte vector, and ncu on the H100 counted IMAD, ISETP, I2F.RP and MUFU.RCP
+// at 45 % of its instructions.
+using common::FastDiv;
 
 struct AppendParams {
   // new keys/values (batch, seqlen_new, heads_kv, head_dim)
