@@ -350,53 +350,53 @@ struct FlashBwdKernel {
         consume_wide(params, smem, tile, n_block, range, pipeline, mainloop, variant, tStS, copy_r2s,
                      part_of(smem.pt.data()), tPsdS, acc_dk, acc_dv, state, wg, wtid);
       } else {
-      CUTE_NO_UNROLL
-      for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
-        const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
-        Tensor acc_s = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});  // ((2, 2, 8), 1, 1)
-        Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
-        pipeline.consumer_wait(state);
-        const int stage = state.index();
-        mainloop.issue_s(stage, acc_s);
-        mainloop.issue_dp(stage, acc_dp);  // both in flight together
+        CUTE_NO_UNROLL
+        for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
+          const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
+          Tensor acc_s = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});  // ((2, 2, 8), 1, 1)
+          Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
+          pipeline.consumer_wait(state);
+          const int stage = state.index();
+          mainloop.issue_s(stage, acc_s);
+          mainloop.issue_dp(stage, acc_dp);  // both in flight together
 
-        tile.m_block = m_block;
-        const bool needs_mask =
-            common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
-        Tensor s = rowcol_view(acc_s);
-        Tensor dp = rowcol_view(acc_dp);
-        const float* lse_log2 = smem.stats.data() + stage * Mainloop::kStatsFloats;  // the block's row_stats
-        const float* dsum = lse_log2 + kBlockM;
-        Tensor p16 = make_tensor<Element>(acc_s.layout());
-        Tensor ds16 = make_tensor<Element>(acc_dp.layout());
-        auto pt = make_tensor(p16.data(), acc_as_a_operand(acc_s.layout()));
-        auto dst = make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout()));
-        warpgroup_wait<0>();
-        variant.template p_and_ds_transposed<kGeneral>(s, dp, tStS, m_block, n_block, needs_mask, lse_log2, dsum);
-        convert_into(acc_s, p16);
-        mainloop.issue_dv(stage, pt, acc_dv);
-        convert_into(acc_dp, ds16);
-        copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS(_, _, _, ds_stage));
-        // The dQ wgmma reads what the warps wrote, through the async proxy.
-        cutlass::arch::fence_view_async_shared();
-        mainloop.issue_dk(stage, dst, acc_dk);
-        named_barrier_sync(kDsThreads, ds_barrier);  // while dV and dK run
-        // dQ once dV retired: with Pᵀ, dSᵀ (registers of the RS products) and dQ's accumulator
-        // live together, ptxas spills (D 128).
-        warpgroup_wait<1>();
-        Tensor acc_dq =
-            partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
-        mainloop.issue_dq(ds_stage, acc_dq);
-        warpgroup_wait<1>();  // dK retired
-        // This thread has read its rows' LSE and D of the stage (they fed Pᵀ and dSᵀ) and its
-        // warpgroup's wgmma reading Q(m) and dO(m) retired: it arrives on the stage's empty barrier
-        // itself (every consumer thread does, pipeline.h kEveryThread), so the producer's next bulk
-        // copy into the stage is ordered after every reader, as racecheck models it.
-        pipeline.consumer_release(state);  // Q(m), dO(m), LSE, D read
-        ++state;
-        warpgroup_wait<0>();  // dQ
-        hand_over_dq(smem, acc_dq, m_block > range.m_min, wg, wtid);
-      }
+          tile.m_block = m_block;
+          const bool needs_mask =
+              common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).needs_mask(n_block);
+          Tensor s = rowcol_view(acc_s);
+          Tensor dp = rowcol_view(acc_dp);
+          const float* lse_log2 = smem.stats.data() + stage * Mainloop::kStatsFloats;  // the block's row_stats
+          const float* dsum = lse_log2 + kBlockM;
+          Tensor p16 = make_tensor<Element>(acc_s.layout());
+          Tensor ds16 = make_tensor<Element>(acc_dp.layout());
+          auto pt = make_tensor(p16.data(), acc_as_a_operand(acc_s.layout()));
+          auto dst = make_tensor(ds16.data(), acc_as_a_operand(acc_dp.layout()));
+          warpgroup_wait<0>();
+          variant.template p_and_ds_transposed<kGeneral>(s, dp, tStS, m_block, n_block, needs_mask, lse_log2, dsum);
+          convert_into(acc_s, p16);
+          mainloop.issue_dv(stage, pt, acc_dv);
+          convert_into(acc_dp, ds16);
+          copy(copy_r2s, thr_r2s.retile_S(ds16), tPsdS(_, _, _, ds_stage));
+          // The dQ wgmma reads what the warps wrote, through the async proxy.
+          cutlass::arch::fence_view_async_shared();
+          mainloop.issue_dk(stage, dst, acc_dk);
+          named_barrier_sync(kDsThreads, ds_barrier);  // while dV and dK run
+          // dQ once dV retired: with Pᵀ, dSᵀ (registers of the RS products) and dQ's accumulator
+          // live together, ptxas spills (D 128).
+          warpgroup_wait<1>();
+          Tensor acc_dq =
+              partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
+          mainloop.issue_dq(ds_stage, acc_dq);
+          warpgroup_wait<1>();  // dK retired
+          // This thread has read its rows' LSE and D of the stage (they fed Pᵀ and dSᵀ) and its
+          // warpgroup's wgmma reading Q(m) and dO(m) retired: it arrives on the stage's empty barrier
+          // itself (every consumer thread does, pipeline.h kEveryThread), so the producer's next bulk
+          // copy into the stage is ordered after every reader, as racecheck models it.
+          pipeline.consumer_release(state);  // Q(m), dO(m), LSE, D read
+          ++state;
+          warpgroup_wait<0>();  // dQ
+          hand_over_dq(smem, acc_dq, m_block > range.m_min, wg, wtid);
+        }
       }
     }
     store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,
