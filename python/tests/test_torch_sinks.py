@@ -94,16 +94,23 @@ def case_id(case):
     return "x".join(map(str, case[0])) + str(case[1])
 
 
+def run_case(case, dtype, device, impl):
+    """One case's inputs (seeded by its id), flashlab's result and the float64 reference's:
+    (q, k, v, dout, sinks, opts, got, want)."""
+    seed = zlib.crc32(case_id(case).encode())
+    q, k, v, dout = inputs(case[0], dtype, device, seed=seed)
+    sinks = sinks_for(case[0][3], device, seed)
+    opts = case_opts(case, device)
+    got = run(flashlab_sinks, q, k, v, sinks, dout, impl=impl, **opts)
+    want = exact(q, k, v, sinks, dout, **opts)
+    return q, k, v, dout, sinks, opts, got, want
+
+
 @pytest.mark.parametrize("impl", ["auto", "reference"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=lambda d: NAMES[d])
 @pytest.mark.parametrize("case", CPU_CASES, ids=case_id)
 def test_cpu_sinks_vs_float64(case, dtype, impl):
-    seed = zlib.crc32(case_id(case).encode())
-    q, k, v, dout = inputs(case[0], dtype, "cpu", seed=seed)
-    sinks = sinks_for(case[0][3], "cpu", seed)
-    opts = case_opts(case, "cpu")
-    got = run(flashlab_sinks, q, k, v, sinks, dout, impl=impl, **opts)
-    want = exact(q, k, v, sinks, dout, **opts)
+    q, k, v, dout, sinks, opts, got, want = run_case(case, dtype, "cpu", impl)
     base = {n: want[n].to(dtype) for n in ("out", "dq", "dk", "dv")}  # a perfect result stored in the dtype
     check_sinks(got, want, base, dtype, q, k, v, sinks, dout, opts)
     assert got["out"].dtype == dtype and got["lse"].dtype == torch.float32
@@ -298,12 +305,7 @@ def test_cuda_sinks_vs_float64(case, impl):
     """bf16, out / dq / dk / dv against the float64 reference with the reference evaluated in
     bf16 as the baseline (test_torch's CUDA convention), lse in fp32, dsink as on the CPU."""
     dtype = torch.bfloat16
-    seed = zlib.crc32(case_id(case).encode())
-    q, k, v, dout = inputs(case[0], dtype, "cuda", seed=seed)
-    sinks = sinks_for(case[0][3], "cuda", seed)
-    opts = case_opts(case, "cuda")
-    got = run(flashlab_sinks, q, k, v, sinks, dout, impl=impl, **opts)
-    want = exact(q, k, v, sinks, dout, **opts)
+    q, k, v, dout, sinks, opts, got, want = run_case(case, dtype, "cuda", impl)
     low = run(sinks_reference, q, k, v, sinks, dout, **opts)  # the reference in bf16
     score_scale = opts.get("softmax_scale", case[0][5] ** -0.5) * q.abs().max().item() * k.abs().max().item()
     check_sinks(got, want, low, dtype, q, k, v, sinks, dout, opts, lse_scale=score_scale)
