@@ -1,9 +1,12 @@
 """python -m flashlab.bench — flashlab's attention beside its peers, in one run on one GPU.
 
 Implementations (--impls, comma-separated; default: all that import):
-    flashlab:<impl>[+det]  flashlab's C++ library through flashlab.torch (e.g. flashlab:learn_v4;
-                           +det = deterministic backward). Skipped with a note if the extension is
-                           not built.
+    flashlab:<impl>[+det][@VAR=VALUE]
+                           flashlab's C++ library through flashlab.torch (e.g. flashlab:learn_v4;
+                           +det = deterministic backward; @VAR=VALUE sets an environment variable
+                           around each call, for A/Bs of a library knob in one process, e.g.
+                           flashlab:auto@FLASHLAB_SM90_FWD_CTAS=2147483647). Skipped with a note if
+                           the extension is not built.
     triton_fa2, triton_fa1 flashlab.triton (the Triton learning kernels)
     sdpa_flash, sdpa_efficient, sdpa_cudnn
                            torch.nn.functional.scaled_dot_product_attention, one backend each
@@ -75,14 +78,32 @@ def make_impl(name, torch):
     import torch.nn.functional as F
 
     if name.startswith("flashlab:"):
-        impl, det = name.split(":", 1)[1], False
-        if impl.endswith("+det"):
-            impl, det = impl[:-4], True
+        impl, env = name.split(":", 1)[1], None
+        if "@" in impl:  # flashlab:<impl>@VAR=VALUE: the call runs with that environment variable set
+            impl, assignment = impl.split("@", 1)
+            if "=" not in assignment:
+                raise Skip(f"{name!r}: expected @VAR=VALUE after the implementation")
+            env = tuple(assignment.split("=", 1))
+        det = impl.endswith("+det")
+        impl = impl[:-4] if det else impl
         try:
             import flashlab.torch as fl  # lazily: the extension may not be built
         except Exception as e:  # noqa: BLE001 - any import failure means "not available"
             raise Skip(f"flashlab.torch not importable ({type(e).__name__}: {str(e).splitlines()[0][:80]})")
-        return lambda q, k, v, causal: fl.attention(q, k, v, causal=causal, impl=impl, deterministic=det)
+        if env is None:
+            return lambda q, k, v, causal: fl.attention(q, k, v, causal=causal, impl=impl, deterministic=det)
+
+        def with_env(q, k, v, causal):
+            old = os.environ.get(env[0])
+            os.environ[env[0]] = env[1]
+            try:
+                return fl.attention(q, k, v, causal=causal, impl=impl, deterministic=det)
+            finally:
+                if old is None:
+                    del os.environ[env[0]]
+                else:
+                    os.environ[env[0]] = old
+        return with_env
     if name in ("triton_fa2", "triton_fa1"):
         try:
             from flashlab import triton as flt

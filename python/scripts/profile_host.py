@@ -1,10 +1,12 @@
-"""Where the host time of a flashlab.torch backward goes, on a GPU (tools/gpu_sm90.sh host-profile).
+"""Where the host time of a flashlab.torch call goes (the backward's in detail), on a GPU (tools/gpu_sm90.sh host-profile).
 
     python python/scripts/profile_host.py            # needs torch, a GPU and a CUDA build of flashlab
 
 At short sequences the backward's host time can exceed its GPU time, and then an eager call (what
 `python -m flashlab.bench` times, one call after an L2 flush) waits on the host. Prints, for
 flashlab.torch beside SDPA (cuDNN and flash backends):
+0. per forward call at the grid's short points (inputs requiring grad, as the bench): host,
+   device, kernel (torch.profiler) and flushed time;
 1. per backward call (torch.autograd.grad of the output): host time (perf_counter over calls
    issued back to back) and GPU time (CUDA events over the same calls), at the grid's shortest
    point (batch 32, seqlen 512, 16 heads, head_dim 128, causal) and at a tiny one (host only);
@@ -39,6 +41,19 @@ def flashlab_fn(q, k, v):
     return fl.attention(q, k, v, causal=True)
 
 
+def flashlab_fn_c(q, k, v, causal):
+    return fl.attention(q, k, v, causal=causal)
+
+
+def sdpa_fn_c(backend):
+    def f(q, k, v, causal):
+        with sdpa_kernel(backend):
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=causal)
+        return o.transpose(1, 2)
+    return f
+
+
 def sdpa_fn(backend):
     def f(q, k, v):
         with sdpa_kernel(backend):
@@ -48,9 +63,14 @@ def sdpa_fn(backend):
     return f
 
 
-def per_call(fn, q, k, v, do, calls=50, reps=5):
-    out = fn(q, k, v)
-    bwd = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
+def per_call(fn, q, k, v, do, calls=50, reps=5, forward=False):
+    """(host us, device us, flushed us, the timed callable) per call of fn's backward, or of fn
+    itself with forward=True (inputs requiring grad, as flashlab.bench times the forward)."""
+    if forward:
+        bwd = lambda: fn(q, k, v)  # noqa: E731
+    else:
+        out = fn(q, k, v)
+        bwd = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
     for _ in range(5):
         bwd()
     torch.cuda.synchronize()
@@ -79,9 +99,41 @@ def per_call(fn, q, k, v, do, calls=50, reps=5):
     return statistics.median(host), statistics.median(dev), statistics.median(flushed), bwd
 
 
+def kernel_us(fn, calls=20):
+    """GPU kernel time per call from torch.profiler (the sum of the kernels' device time): the
+    device-only figure, free of host gaps between launches."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as tp:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = sum(e.device_time_total for e in tp.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    return total / calls
+
+
+def forward_section(impls):
+    """The grid's short forward points: the bench's flushed figure against host and kernel time."""
+    print("## forward (inputs require grad, as flashlab.bench): per call, us -- host, device (events over "
+          "back-to-back calls), kernels (torch.profiler), flushed (one call after a 256 MiB memset)")
+    for b, s, h, d, causal in ((32, 512, 16, 128, True), (32, 512, 16, 128, False), (16, 1024, 16, 128, True),
+                               (32, 512, 32, 64, True), (32, 512, 8, 256, False)):
+        q, k, v, do = make(b, s, h, d)
+        print(f"  b{b} s{s} h{h} d{d} {'causal' if causal else 'non-causal'}")
+        for name, fn in impls:
+            f = (lambda q, k, v, fn=fn, c=causal: fn(q, k, v, c))
+            try:
+                host, dev, flushed, call = per_call(f, q, k, v, do, forward=True)
+                print(f"    {name:12s} host {host:8.1f}   device {dev:8.1f}   kernels {kernel_us(call):8.1f}"
+                      f"   flushed {flushed:8.1f}")
+            except Exception as e:  # noqa: BLE001
+                print(f"    {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+
+
 def main():
     impls = [("flashlab", flashlab_fn), ("sdpa_cudnn", sdpa_fn(SDPBackend.CUDNN_ATTENTION)),
              ("sdpa_flash", sdpa_fn(SDPBackend.FLASH_ATTENTION))]
+    forward_section([(n, f) for n, f in (("flashlab", flashlab_fn_c), ("sdpa_cudnn", sdpa_fn_c(SDPBackend.CUDNN_ATTENTION)),
+                                         ("sdpa_flash", sdpa_fn_c(SDPBackend.FLASH_ATTENTION)))])
     for label, shape in (("b32 s512 h16 d128 causal", (32, 512, 16, 128)), ("tiny b1 s128 h1 d64 causal", (1, 128, 1, 64))):
         q, k, v, do = make(*shape)
         print(f"## {label}: per backward call, us (host = perf_counter over back-to-back calls; "

@@ -294,3 +294,29 @@ def test_cuda_unsupported_features_raise(change, message):
     q, k, v, _ = inputs((1, 17, 17, 2, 2, d), dtype, "cuda", seed=13)
     with pytest.raises(flashlab.UnsupportedError, match=message):
         fl.attention(q, k, v, causal=True, **change)
+
+
+def test_bench_impl_env_knob(monkeypatch):
+    """flashlab.bench's flashlab:<impl>@VAR=VALUE runs each call with VAR=VALUE and restores the
+    environment afterwards (the same-process A/B of a library knob); a malformed one is skipped."""
+    import os
+
+    from flashlab import bench
+
+    monkeypatch.setenv("FLASHLAB_BENCH_TEST_KNOB", "before")
+    seen = []
+    real = fl.attention
+
+    def spy(*args, **kwargs):
+        seen.append(os.environ.get("FLASHLAB_BENCH_TEST_KNOB"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fl, "attention", spy)
+    call = bench.make_impl("flashlab:cpu_flash@FLASHLAB_BENCH_TEST_KNOB=7", torch)
+    q, k, v, _ = inputs((1, 5, 5, 2, 2, 8), torch.float32, "cpu", seed=11)
+    out = call(q, k, v, True)
+    assert seen == ["7"] and os.environ["FLASHLAB_BENCH_TEST_KNOB"] == "before"
+    ref = real(q, k, v, causal=True, impl="cpu_flash")
+    assert torch.equal(out, ref)
+    with pytest.raises(bench.Skip):
+        bench.make_impl("flashlab:cpu_flash@NOVALUE", torch)

@@ -81,6 +81,51 @@ struct FwdTileScheduler {
   }
 };
 
+// The Hopper forward's scheduler (sm90/flash_fwd_kernel.h): a 1-D grid of G CTAs, each running
+// tiles in waves. Tile t = (m_block, head, batch) with m_block the fastest index, last query block
+// first: consecutive tiles share a head's K and V (in L2 while they run together), and a causal
+// head's longest tile starts first. In wave k the CTA with blockIdx.x = c takes tile
+//   t = k * G + (c + k) mod G        (one tile per CTA per wave; none past `tiles`)
+// G = tiles: one tile per CTA (k = 0 only: t = blockIdx.x), the classic grid. G = the SM count:
+// persistent CTAs, whose producer loads the next tile's K, V and Q while the consumers finish the
+// current one. The rotation by k matters under a causal mask: with G a multiple of the query
+// blocks per head (132 SMs, 4 blocks at seqlen 512) a plain k * G + c would hand a CTA the same
+// query block, so the same amount of work, in every wave; rotated, each CTA cycles through them.
+struct PersistentFwdTileScheduler {
+  struct Params {
+    SeqArgs seq;
+    int m_blocks = 0;  // query blocks per (sequence, head)
+    int tiles = 0;     // m_blocks x heads_q x batch
+  };
+  using Arguments = SeqArgs;
+  static Params to_params(const Arguments& a, int block_m) {
+    Params p;
+    p.seq = a;
+    p.m_blocks = (a.seqlen_q + block_m - 1) / block_m;
+    // int: 2^31 tiles of >= 64 rows would be > 2^37 query rows of one head dim >= 8 (petabytes).
+    p.tiles = static_cast<int>(int64_t(p.m_blocks) * a.heads_q * a.batch);
+    return p;
+  }
+  // max_ctas >= tiles: one tile per CTA; else max_ctas persistent CTAs.
+  static dim3 grid(const Params& p, int max_ctas) {
+    return dim3(static_cast<unsigned>(p.tiles < max_ctas ? p.tiles : max_ctas), 1, 1);
+  }
+  // This CTA's tile of wave k, or -1: no tile in wave k or after it.
+  __device__ static int tile_index(const Params& p, int k) {
+    const int ctas = static_cast<int>(gridDim.x);
+    const int64_t t = int64_t(k) * ctas + (static_cast<int>(blockIdx.x) + k) % ctas;
+    return t < p.tiles ? static_cast<int>(t) : -1;
+  }
+  __device__ static WorkTile tile(const Params& p, int t) {
+    WorkTile w;
+    const int bh = t / p.m_blocks;
+    w.m_block = p.m_blocks - 1 - (t - bh * p.m_blocks);
+    w.head = bh % p.seq.heads_q;
+    w.set_sequence(p.seq, bh / p.seq.heads_q);
+    return w;
+  }
+};
+
 // The backward's main kernel: one CTA = one key block of one query head (FlashAttention-2's outer
 // loop); grid (key blocks of the longest sequence, heads_q, batch). get_tile_descending hands the
 // key blocks of a (head, sequence) out last first: cuda_sm90's deterministic mode orders the dQ

@@ -1,9 +1,9 @@
 // src/cuda/sm90/epilogue_fwd.h — write O and LSE of the Hopper forward.
 //
 // Each consumer warpgroup stores its own 64 rows, without waiting for the other warpgroups: O is
-// converted to 16 bits, written into the warpgroup's rows of Q's shared-memory tile (its own Q·Kᵀ
-// products, the only readers of those rows, have retired), read back after a warpgroup-wide named
-// barrier in 16-byte row segments, and stored to global memory with row and column predicates
+// converted to 16 bits, written into the warpgroup's rows of the staging tile (O's own where it
+// fits, else Q's: its own Q·Kᵀ products, the only readers of those rows, have retired), read back
+// after a warpgroup-wide named barrier in 16-byte row segments, and stored to global memory with row and column predicates
 // (rows past the sequence, columns past head_dim). LSE: the first thread of each quad (the four
 // hold the same rows) writes its two rows.
 // Arguments: common::FwdOutputArgs; Params: the same.
@@ -71,6 +71,9 @@ struct EpilogueFwd {
     // ---- O: registers -> shared (this warpgroup's rows) -> global.
     Tensor rO = make_tensor<Element>(acc_o.layout());  // ((2, 2, HDIM/8), 1, 1) 16-bit
     convert_into(acc_o, rO);
+    // A staging tile of its own is reused by the CTA's next tile (persistent CTAs): the
+    // warpgroup's reads of the previous tile's rows are over before they are overwritten.
+    if constexpr (Traits::kSeparateO) named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
     Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
     auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma);
     auto thr_r2s = copy_r2s.get_thread_slice(mma_tid);

@@ -78,13 +78,14 @@ struct FlashFwdKernel {
     typename Epilogue::Params epilogue;
   };
   static Params to_params(const common::FwdArguments& a) {
-    return Params{TileScheduler::to_params(a.seq), Mainloop::to_params({a.in, a.seq}), Variant::to_params(a.score),
-                  Epilogue::to_params(a.out)};
+    return Params{TileScheduler::to_params(a.seq, kBlockM), Mainloop::to_params({a.in, a.seq}),
+                  Variant::to_params(a.score), Epilogue::to_params(a.out)};
   }
-  using SharedStorage = typename Mainloop::SharedStorage;  // O is staged in Q's tile (epilogue_fwd.h)
+  using SharedStorage = typename Mainloop::SharedStorage;
   static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
 
-  static dim3 grid(const Params& params) { return TileScheduler::grid(params.scheduler, kBlockM); }
+  // max_ctas: the grid's CTAs at most (the SM count: persistent CTAs; >= the tiles: one tile each).
+  static dim3 grid(const Params& params, int max_ctas) { return TileScheduler::grid(params.scheduler, max_ctas); }
 
   __device__ void operator()(const Params& params, SharedStorage& smem) const {
     const int warp_idx = cutlass::canonical_warp_idx_sync();
@@ -92,6 +93,7 @@ struct FlashFwdKernel {
     if (warp_idx == 0 && cute::elect_one_sync()) {
       Mainloop::prefetch_descriptors(params.mainloop);
       smem.barrier_q.init(/*arrive_count=*/1);
+      smem.barrier_q_empty.init(/*arrive_count=*/kMmaThreads);
     }
     typename PipelineK::Params pipe;
     pipe.role = warp_group == 0 ? PipelineK::ThreadCategory::Producer : PipelineK::ThreadCategory::Consumer;
@@ -102,23 +104,85 @@ struct FlashFwdKernel {
     PipelineV pipeline_v(smem.pipeline_v, pipe);
     __syncthreads();  // barrier initializations visible to every warp
 
-    const common::WorkTile tile = TileScheduler::get_tile(params.scheduler);
-    if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (CTA-uniform)
-    const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
-
     if (warp_group == 0) {
       if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
-      if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
-        Mainloop::load(params.mainloop, tile, range.n_min, range.n_max, pipeline_k, pipeline_v, smem);
+      if (warp_idx == 0 && cute::elect_one_sync()) produce(params, smem, pipeline_k, pipeline_v);
     } else {
       if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
-      consume(params, smem, tile, range, pipeline_k, pipeline_v);
+      const int wg = (static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup) / cutlass::NumThreadsPerWarpGroup;
+      PipelineState state_k, state_v;  // consumer states start at stage 0, phase 0
+      // Ping-pong runs over all of the CTA's tiles as one sequence of products (every warpgroup
+      // issues as many): the last warpgroup lets the first one start, and the first takes the last
+      // arrival at the end, so that no barrier is left half-arrived at exit.
+      constexpr int kPairThreads = 2 * cutlass::NumThreadsPerWarpGroup;
+      if constexpr (kPingPong) {
+        if (wg == kMmaWarpGroups - 1) named_barrier_arrive(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
+      }
+      int q_loads = 0;  // Q tiles this CTA loaded so far: barrier_q's phase
+      for (int k = 0;; ++k) {
+        const int t = TileScheduler::tile_index(params.scheduler, k);
+        if (t < 0) break;
+        const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
+        if (tile.m_block * kBlockM >= tile.q_len) continue;  // varlen: past this sequence's end (CTA-uniform)
+        consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+        ++q_loads;
+      }
+      if constexpr (kPingPong) {
+        if (wg == 0) named_barrier_sync(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
+      }
     }
   }
 
-  __device__ void consume(const Params& params, SharedStorage& smem, const common::WorkTile& tile,
-                          const common::KeyBlockRange<kBlockM, kBlockN>& range, PipelineK& pipeline_k,
+  // The producer: one elected thread of warp 0, every tile of the CTA. Per tile: K of the first key
+  // block (its stage frees while the consumers still work on the previous tile), then Q once every
+  // consumer thread released the previous one (barrier_q_empty), V of the first block, then the
+  // rest of the key blocks. Q is loaded for every tile, even one whose rows see no key, so that
+  // the consumers' handshake is the same for every tile.
+  __device__ void produce(const Params& params, SharedStorage& smem, PipelineK& pipeline_k,
                           PipelineV& pipeline_v) const {
+    PipelineState state_k = cutlass::make_producer_start_state<PipelineK>();
+    PipelineState state_v = cutlass::make_producer_start_state<PipelineV>();
+    int q_loads = 0;
+    CUTE_NO_UNROLL
+    for (int k = 0;; ++k) {
+      const int t = TileScheduler::tile_index(params.scheduler, k);
+      if (t < 0) break;
+      const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
+      if (tile.m_block * kBlockM >= tile.q_len) continue;
+      const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+      if (!range.empty())
+        Mainloop::template load_kv<false>(params.mainloop, tile, range.n_max - 1, pipeline_k, state_k, smem);
+      if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
+      Mainloop::load_q(params.mainloop, tile, smem);
+      ++q_loads;
+      if (range.empty()) continue;
+      Mainloop::template load_kv<true>(params.mainloop, tile, range.n_max - 1, pipeline_v, state_v, smem);
+      // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
+      // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
+      CUTE_NO_UNROLL
+      for (int n = range.n_max - 2; n >= range.n_min; --n) {
+        Mainloop::template load_kv<false>(params.mainloop, tile, n, pipeline_k, state_k, smem);
+        Mainloop::template load_kv<true>(params.mainloop, tile, n, pipeline_v, state_v, smem);
+      }
+    }
+    // Do not retire while a consumer may still arrive on these barriers.
+    pipeline_k.producer_tail(state_k);
+    pipeline_v.producer_tail(state_v);
+  }
+
+  // Every consumer thread's arrival on barrier_q_empty: its reads of Q's tile are over (its Q·Kᵀ
+  // products retired; where O is staged in Q's tile, its epilogue read O back). The fence orders
+  // those generic-proxy accesses before the next Q's TMA (async-proxy) writes.
+  __device__ static void release_q(SharedStorage& smem) {
+    cutlass::arch::fence_view_async_shared();
+    smem.barrier_q_empty.arrive();
+  }
+
+  // One tile, one consumer thread: the mainloop, then the epilogue.
+  __device__ void consume(const Params& params, SharedStorage& smem, const common::WorkTile& tile,
+                          PipelineK& pipeline_k, PipelineV& pipeline_v, PipelineState& state_k,
+                          PipelineState& state_v, int q_phase) const {
+    const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
     const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
     const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;  // consumer warpgroup 0..kMmaWarpGroups-1
@@ -140,17 +204,13 @@ struct FlashFwdKernel {
       Tensor s = rowcol_view(acc_s);                                                     // (2 rows, BLK_N/4 cols)
       Tensor p16 = make_tensor<Element>(acc_s.layout());                   // P in 16 bits, S's register order
       Tensor tOrP = make_tensor(p16.data(), acc_as_a_operand(acc_s.layout()));  // ((2, 2, 2), 1, BLK_N/16)
-      PipelineState state_k, state_v;  // consumer states start at stage 0, phase 0
       float alpha[Traits::kRowsPerThread];
 
-      // Ping-pong: warpgroup w issues its products after w - 1 issued theirs (round robin; the last
-      // warpgroup lets the first one start).
+      // Ping-pong: warpgroup w issues its products after w - 1 issued theirs (round robin, across
+      // the CTA's tiles: operator() starts and ends the rotation).
       const FwdBarrier own = offset(FwdBarrier::kWarpSchedulerWG1, wg);
       const FwdBarrier next = offset(FwdBarrier::kWarpSchedulerWG1, (wg + 1) % kMmaWarpGroups);
       constexpr int kPairThreads = 2 * cutlass::NumThreadsPerWarpGroup;
-      if constexpr (kPingPong) {
-        if (wg == kMmaWarpGroups - 1) named_barrier_arrive(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
-      }
       auto issue = [&](auto&& products) __attribute__((always_inline)) {
         if constexpr (kPingPong) named_barrier_sync(kPairThreads, own);
         products();
@@ -207,7 +267,7 @@ struct FlashFwdKernel {
           step_serial(n_block, mask_flag);
       };
 
-      smem.barrier_q.wait(0);
+      smem.barrier_q.wait(q_phase);
       int n_block = range.n_max - 1;
       if constexpr (kOverlap) {
         // The first block alone: no P·V to overlap yet, and O is still zero (no rescale).
@@ -228,6 +288,9 @@ struct FlashFwdKernel {
       for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
       for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
       for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
+      // Every Q·Kᵀ of the tile retired: with O staged elsewhere, the next tile's Q may land now,
+      // during the last P·V and the epilogue.
+      if constexpr (Traits::kSeparateO) release_q(smem);
       if constexpr (kOverlap) {  // the last block's P·V
         pipeline_v.consumer_wait(state_v);
         issue([&] { mainloop.issue_pv(state_v.index(), tOrP, acc_o); });
@@ -235,17 +298,16 @@ struct FlashFwdKernel {
         pipeline_v.consumer_release(state_v);
         ++state_v;
       }
-      // Ping-pong leaves one arrival on the first warpgroup's barrier (the last warpgroup's final
-      // arrive, or its initial one): take it, so that no barrier is left half-arrived at exit.
-      if constexpr (kPingPong) {
-        if (wg == 0) named_barrier_sync(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
-      }
+    } else {
+      smem.barrier_q.wait(q_phase);  // the producer loaded Q anyway (one handshake for every tile)
+      if constexpr (Traits::kSeparateO) release_q(smem);
     }
 
     float lse[Traits::kRowsPerThread];
     softmax.finalize(o, variant.lse_scale(), /*out_scale=*/1.0f, lse, variant.sink_logit());
     const Epilogue epilogue(params.epilogue, tile);
-    epilogue.store(acc_o, lse, smem.q.data(), mma_tid);
+    epilogue.store(acc_o, lse, smem.o_staging(), mma_tid);
+    if constexpr (!Traits::kSeparateO) release_q(smem);  // O, staged in Q's tile, was read back
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,8 +28,27 @@ namespace sm90 {
 constexpr const char* kImplName = "cuda_sm90";
 
 template <typename Traits, typename StagesT = AllStages>
-using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::FwdTileScheduler,
+using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::PersistentFwdTileScheduler,
                                  common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, StagesT>;
+
+// The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
+// (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX). Persistent CTAs hide a
+// tile's prologue and epilogue (the Q load's latency, O's stores) behind the neighbouring tiles'
+// products, which pays where a tile has few key blocks to amortize them over: short key
+// sequences. Long ones keep one CTA per tile, where the hardware hands the next CTA to whichever
+// SM frees first (causal tiles differ in length; static waves balance them less well).
+// FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
+// several tiles per CTA on small shapes with it). Read at each launch (getenv: well under a
+// microsecond, beside a launch's several).
+inline int fwd_max_ctas(const common::FwdArguments& args, int block_n, int sm_count) {
+  const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
+  if (forced != nullptr && *forced != '\0') {
+    const long long n = std::strtoll(forced, nullptr, 10);
+    if (n > 0) return n < INT32_MAX ? static_cast<int>(n) : INT32_MAX;
+  }
+  constexpr int kMaxKeyBlocks = 16;  // 2048 keys at block_n 128
+  return (args.seq.seqlen_k + block_n - 1) / block_n <= kMaxKeyBlocks ? sm_count : INT32_MAX;
+}
 
 template <typename Kernel>
 Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
@@ -37,7 +57,10 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
   // No query rows: nothing to launch, and TMA descriptors of empty tensors would be refused.
   if (args.seq.batch == 0 || args.seq.heads_q == 0 || args.seq.seqlen_q == 0) return Status::Ok();
   const typename Kernel::Params params = Kernel::to_params(args);
-  const dim3 grid = Kernel::grid(params);
+  int device = 0;
+  const common::DeviceFacts* facts = nullptr;
+  FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
+  const dim3 grid = Kernel::grid(params, fwd_max_ctas(args, Kernel::kBlockN, facts->sm_count));
   FLASHLAB_RETURN_IF_ERROR(
       common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, "forward", Kernel::kHeadDim));
   device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);

@@ -96,9 +96,15 @@ struct FwdTraits {
   using SmemLayoutVt = decltype(composition(
       SmemLayoutV{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
                                          Step<_2, _1, _3>{})));  // (HDIM, BLK_N, STAGES)
-  // O is staged in Q's buffer (same layout): warpgroup w overwrites only its own 64 rows of Q,
-  // which its own Q·Kᵀ products no longer read once its last wgmma retired.
+  // O is staged through shared memory in Q's layout: in a buffer of its own where it fits (then
+  // the producer may load the next tile's Q while this tile's O is still being stored), else in Q's
+  // buffer (head dims 192 and 256: Q + K + V already take 216 and 224 KiB), where warpgroup w
+  // overwrites only its own 64 rows of Q, which its own Q·Kᵀ products no longer read once its
+  // last wgmma retired.
   using SmemLayoutO = SmemLayoutQ;  // (BLK_M, HDIM)
+  static constexpr int kTileBytesQ = kBlockM * kHeadDim * 2;
+  static constexpr int kTileBytesKV = kBlockN * kHeadDim * 2 * kStages;
+  static constexpr bool kSeparateO = kTileBytesQ * 2 + kTileBytesKV * 2 + 1024 <= 227 * 1024;
 
   // ---- TMA. Global tensors are (seqlen, d, head, batch), the head dim contiguous (stride _1).
   using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;

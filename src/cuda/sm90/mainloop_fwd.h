@@ -1,8 +1,8 @@
 // src/cuda/sm90/mainloop_fwd.h — the Hopper forward's loads and matrix products.
 //
-// Producer side (one elected thread): Q once onto barrier_q, then K(n) and V(n) for the key blocks
-// from last to first, each through its own 2-stage TMA pipeline, so that Q·K(n - 1) can start while
-// V(n) still lands. Consumer side (each consumer warpgroup, its 64 query rows): S = Q·Kᵀ (SS wgmma)
+// Producer side (one elected thread): per tile Q onto barrier_q (once the consumers released the
+// previous tile's on barrier_q_empty), K(n) and V(n) for the key blocks from last to first, each
+// through its own 2-stage TMA pipeline, so that Q·K(n - 1) can start while V(n) still lands. Consumer side (each consumer warpgroup, its 64 query rows): S = Q·Kᵀ (SS wgmma)
 // and O += P·V (RS wgmma, P in registers), issued here and waited for by the kernel, which decides
 // how the products overlap with the softmax (flash_fwd_kernel.h).
 // Arguments: common::FwdInputArgs and the sequence sizes; Params: the TMA descriptors (built on the
@@ -53,14 +53,31 @@ struct MainloopFwd {
     int kv_group;
   };
 
-  struct SharedStorage {
+  // O's staging tile where it has its own (Traits::kSeparateO), else nothing: O then goes through Q's.
+  template <bool kSeparateO, typename Dummy = void>
+  struct OStorage {
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutO>, 1024> o;  // (BLK_M, HDIM)
+  };
+  template <typename Dummy>
+  struct OStorage<false, Dummy> {};
+
+  struct SharedStorage : OStorage<Traits::kSeparateO> {
     // SW128 tiles need 1024-byte alignment (the swizzle pattern repeats every 8 rows of 128 B).
-    array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;  // (BLK_M, HDIM); later O
+    array_aligned<Element, cosize_v<typename Traits::SmemLayoutQ>, 1024> q;  // (BLK_M, HDIM)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutK>, 1024> k;  // (BLK_N, HDIM, STAGES)
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutV>, 1024> v;  // (BLK_N, HDIM, STAGES)
-    cutlass::arch::ClusterTransactionBarrier barrier_q;
+    cutlass::arch::ClusterTransactionBarrier barrier_q;  // Q landed (the producer's TMA)
+    cutlass::arch::ClusterBarrier barrier_q_empty;       // every consumer thread is done with Q
     typename PipelineK::SharedStorage pipeline_k;
     typename PipelineV::SharedStorage pipeline_v;
+
+    CUTE_DEVICE Element* o_staging() {
+      if constexpr (Traits::kSeparateO) {
+        return this->o.data();
+      } else {
+        return q.data();
+      }
+    }
   };
 
   // Host: the descriptors. The K/V descriptors describe at least one row: TMA refuses an empty
@@ -99,46 +116,34 @@ struct MainloopFwd {
     prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
 
-  // ---- Producer: one thread. Key blocks n_max - 1 down to n_min (the consumers' order).
-  CUTE_DEVICE static void load(const Params& p, const common::WorkTile& t, int n_min, int n_max, PipelineK& pipeline_k,
-                               PipelineV& pipeline_v, SharedStorage& smem) {
+  // ---- Producer: one thread issues every TMA; the kernel orders the calls (per tile: K of the
+  // first key block, Q once the consumers released the previous tile's, V of the first block, then
+  // K(n), V(n) for the rest, last to first: the consumers' order).
+  CUTE_DEVICE static void load_q(const Params& p, const common::WorkTile& t, SharedStorage& smem) {
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, HDIM)
-    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{});  // (BLK_N, HDIM, STAGES)
-    Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
-    const int head_kv = t.head / p.kv_group;
-    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch);   // (seqlen_q, d)
-    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch);  // (seqlen_k, d)
-    Tensor mV = p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch);  // (seqlen_k, d)
-    Tensor gQ = local_tile(mQ, TileQ{}, make_coord(t.m_block, _0{}));      // (BLK_M, HDIM)
-    Tensor gK = local_tile(mK, TileKV{}, make_coord(_, _0{}));             // (BLK_N, HDIM, n)
-    Tensor gV = local_tile(mV, TileKV{}, make_coord(_, _0{}));             // (BLK_N, HDIM, n)
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch);                  // (seqlen_q, d)
+    Tensor gQ = local_tile(mQ, TileQ{}, make_coord(t.m_block, _0{}));                      // (BLK_M, HDIM)
     auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
                                       group_modes<0, 2>(gQ));  // (TMA), (TMA)
-    auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK),
-                                      group_modes<0, 2>(gK));  // (TMA, n), (TMA, STAGES)
-    auto [tVgV, tVsV] = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV),
-                                      group_modes<0, 2>(gV));  // (TMA, n), (TMA, STAGES)
-
     // Rows past the sequence (and columns past head_dim) arrive as zeros; the byte count is the
     // whole box's either way.
     smem.barrier_q.arrive_and_expect_tx(Traits::kTmaBytesQ);
     copy(p.tma_q.with(reinterpret_cast<uint64_t&>(smem.barrier_q), /*mcast_mask=*/0), tQgQ, tQsQ);
-    PipelineState state_k = cutlass::make_producer_start_state<PipelineK>();
-    PipelineState state_v = cutlass::make_producer_start_state<PipelineV>();
-    // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
-    // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
-    CUTE_NO_UNROLL
-    for (int n = n_max - 1; n >= n_min; --n) {
-      pipeline_k.producer_acquire(state_k);
-      copy(p.tma_k.with(*pipeline_k.producer_get_barrier(state_k), 0), tKgK(_, n), tKsK(_, state_k.index()));
-      ++state_k;
-      pipeline_v.producer_acquire(state_v);
-      copy(p.tma_v.with(*pipeline_v.producer_get_barrier(state_v), 0), tVgV(_, n), tVsV(_, state_v.index()));
-      ++state_v;
-    }
-    // Do not retire while a consumer may still arrive on these barriers.
-    pipeline_k.producer_tail(state_k);
-    pipeline_v.producer_tail(state_v);
+  }
+
+  // K(n) (kIsV false) or V(n) (true) into the next stage of its pipeline.
+  template <bool kIsV, typename Pipeline>
+  CUTE_DEVICE static void load_kv(const Params& p, const common::WorkTile& t, int n, Pipeline& pipeline,
+                                  PipelineState& state, SharedStorage& smem) {
+    auto const& tma = kIsV ? p.tma_v : p.tma_k;
+    Tensor s = make_tensor(make_smem_ptr(kIsV ? smem.v.data() : smem.k.data()),
+                           typename Traits::SmemLayoutK{});                                 // (BLK_N, HDIM, STAGES)
+    Tensor m = tma.get_tma_tensor(p.shape_k)(_, _, t.head / p.kv_group, t.batch);           // (seqlen_k, d)
+    Tensor g = local_tile(m, TileKV{}, make_coord(n, _0{}));                                // (BLK_N, HDIM)
+    auto [tg, ts] = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+    pipeline.producer_acquire(state);
+    copy(tma.with(*pipeline.producer_get_barrier(state), 0), tg, ts(_, state.index()));
+    ++state;
   }
 
   // ---- Consumer: the operands of one thread of the consumer warpgroups (mma_tid in [0, kMmaThreads)).
