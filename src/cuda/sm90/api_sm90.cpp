@@ -126,12 +126,7 @@ Status sm90_forward_accepts(const FwdParams& p) {
   // 16-byte aligned bases and strides (TMA's rule as much as the stores'), then TMA's own limits.
   FLASHLAB_RETURN_IF_ERROR(check_alignment_fwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, {}};
-  FLASHLAB_RETURN_IF_ERROR(tma_strides(p.dtype, in, 3, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv));
-  // out leaves by TMA stores (epilogue_fwd.h): the same rules.
-  const int64_t es = dtype_size(p.dtype);
-  FLASHLAB_RETURN_IF_ERROR(tma_stride("out", "row", p.out.row_stride, p.seqlen_q, es));
-  FLASHLAB_RETURN_IF_ERROR(tma_stride("out", "head", p.out.head_stride, p.heads_q, es));
-  return tma_stride("out", "batch", p.out.batch_stride, p.batch, es);
+  return tma_strides(p.dtype, in, 3, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);
 }
 
 Status sm90_forward(const FwdParams& p) {

@@ -2,24 +2,20 @@
 //
 // Each consumer warpgroup stores its own 64 rows, without waiting for the other warpgroups: O is
 // converted to 16 bits, written into the warpgroup's rows of the staging tile (O's own where it
-// fits, else Q's: its own Q·Kᵀ products, the only readers of those rows, have retired), and after
-// a warpgroup-wide named barrier one thread stores the warpgroup's 64 rows with a TMA store (the
-// tensor's bounds drop rows past the sequence and columns past head_dim). LSE: the first thread of
-// each quad (the four hold the same rows) writes its two rows.
-// Arguments: common::FwdOutputArgs and the sequence sizes; Params: O's TMA descriptor and LSE.
+// fits, else Q's: its own Q·Kᵀ products, the only readers of those rows, have retired), read back
+// after a warpgroup-wide named barrier in 16-byte row segments, and stored to global memory with row and column predicates
+// (rows past the sequence, columns past head_dim). LSE: the first thread of each quad (the four
+// hold the same rows) writes its two rows.
+// Arguments: common::FwdOutputArgs; Params: the same.
 #pragma once
 
 #include <cstdint>
 
 #include <cute/tensor.hpp>
 
-#include <cute/arch/copy_sm90_tma.hpp>
-#include <cutlass/arch/barrier.h>
-
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm90/fragments.h"
-#include "cuda/sm90/kernel_traits.h"
 #include "cuda/sm90/pipeline.h"
 
 namespace flashlab {
@@ -34,52 +30,29 @@ struct EpilogueFwd {
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kRows = Traits::kRowsPerThread;
   static constexpr int kWarpGroupThreads = cutlass::NumThreadsPerWarpGroup;
-  using ShapeQKV = typename Traits::ShapeQKV;
-  using StrideQKV = typename Traits::StrideQKV;
 
-  struct Arguments {
-    common::FwdOutputArgs out;
-    common::SeqArgs seq;
-  };
-  struct Params {
-    typename Traits::TmaO tma_o;
-    ShapeQKV shape_o;
-    float* lse;
-    int64_t lse_batch_stride, lse_head_stride;
-  };
-  // Host: O's descriptor, (seqlen_q, d, heads_q, batch) with the caller's strides (api_sm90.cpp
-  // checked them against TMA's rules).
-  static Params to_params(const Arguments& a) {
-    const common::FwdOutputArgs& o = a.out;
-    const ShapeQKV shape{a.seq.seqlen_q, o.head_dim, a.seq.heads_q, a.seq.batch};
-    const StrideQKV stride{tma_legal_stride(o.o_row_stride, a.seq.seqlen_q), _1{},
-                           tma_legal_stride(o.o_head_stride, a.seq.heads_q),
-                           tma_legal_stride(o.o_batch_stride, a.seq.batch)};
-    Tensor g = make_tensor(make_gmem_ptr(static_cast<Element*>(o.o)), shape, stride);
-    return Params{make_tma_copy(SM90_TMA_STORE{}, g, typename Traits::SmemLayoutOSlab{}, Shape<_64, Int<kHeadDim>>{},
-                                _1{}),
-                  shape, o.lse, o.lse_batch_stride, o.lse_head_stride};
-  }
-  CUTE_DEVICE static void prefetch_descriptors(const Params& p) { prefetch_tma_descriptor(p.tma_o.get_tma_descriptor()); }
+  using Arguments = common::FwdOutputArgs;
+  using Params = common::FwdOutputArgs;
+  static Params to_params(const Arguments& a) { return a; }
 
-  float* lse_ptr;  // LSE of row 0 of the tile; null: not requested
-  int m_block, head, batch;
-  int q_rows;  // valid rows of the tile (may exceed kBlockM)
+  Element* o_ptr;  // row 0 of this CTA's query block
+  int64_t o_row_stride;
+  float* lse_ptr;  // LSE of row 0 of this CTA's query block; null: not requested
+  int q_rows;      // valid rows from o_ptr on (may exceed kBlockM)
+  int head_dim;
+
   CUTE_DEVICE EpilogueFwd(const Params& p, const common::WorkTile& t)
-      : m_block(t.m_block), head(t.head), batch(t.batch) {
+      : o_row_stride(p.o_row_stride), head_dim(p.head_dim) {
     const int64_t m0 = int64_t(t.m_block) * kBlockM;
+    o_ptr = static_cast<Element*>(p.o) + t.q_offset(p.o_batch_stride, p.o_row_stride, p.o_head_stride, m0, t.head);
     lse_ptr = p.lse ? p.lse + t.lse_offset(p.lse_batch_stride, p.lse_head_stride) + m0 : nullptr;
     q_rows = t.q_len - static_cast<int>(m0);
   }
 
-  // The thread of a warpgroup that issues its TMA stores (and waits for them).
-  CUTE_DEVICE static bool is_issuer(int mma_tid) { return mma_tid % kWarpGroupThreads == 0; }
-
   // acc_o: this thread's ((2, 2, HDIM/8), 1, 1) fp32 fragment, normalized; lse: its two rows.
   // smem_o: the CTA's (BLK_M, HDIM) staging tile. Every thread of the calling warpgroup calls this.
   template <typename AccO>
-  CUTE_DEVICE void store(const Params& p, AccO const& acc_o, const float (&lse)[kRows], Element* smem_o,
-                         int mma_tid) const {
+  CUTE_DEVICE void store(AccO const& acc_o, const float (&lse)[kRows], Element* smem_o, int mma_tid) const {
     typename Traits::TiledMmaPV mma;
     auto thr_mma = mma.get_thread_slice(mma_tid);
     const int warp_group = mma_tid / kWarpGroupThreads;
@@ -95,43 +68,40 @@ struct EpilogueFwd {
       }
     }
 
-    // ---- O: registers -> shared (this warpgroup's 64 rows) -> global by one TMA store.
+    // ---- O: registers -> shared (this warpgroup's rows) -> global.
     Tensor rO = make_tensor<Element>(acc_o.layout());  // ((2, 2, HDIM/8), 1, 1) 16-bit
     convert_into(acc_o, rO);
-    const FwdBarrier wg_barrier = offset(FwdBarrier::kEpilogueWG1, warp_group);
-    if constexpr (Traits::kSeparateO) {
-      // O's own staging tile is reused by the CTA's next tile (persistent CTAs): the previous
-      // store must have read the warpgroup's rows before they are overwritten.
-      if (is_issuer(mma_tid)) tma_store_wait<0>();
-      named_barrier_sync(kWarpGroupThreads, wg_barrier);
-    }
+    // A staging tile of its own is reused by the CTA's next tile (persistent CTAs): the
+    // warpgroup's reads of the previous tile's rows are over before they are overwritten.
+    if constexpr (Traits::kSeparateO) named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
     Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
     auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma);
     auto thr_r2s = copy_r2s.get_thread_slice(mma_tid);
     copy(copy_r2s, thr_r2s.retile_S(rO), thr_r2s.partition_D(sO));
-    // The generic-proxy writes above, visible to the TMA (async proxy) once all 128 threads made theirs.
-    cutlass::arch::fence_view_async_shared();
-    named_barrier_sync(kWarpGroupThreads, wg_barrier);
-    if (is_issuer(mma_tid)) {
-      // The slab's first element: the unswizzled offset of row 64 w (whole atoms: the swizzle keeps it).
-      Element* slab = smem_o + typename Traits::SmemLayoutO{}.layout_b()(make_coord(warp_group * 64, 0));
-      Tensor sOw = make_tensor(make_smem_ptr(slab), typename Traits::SmemLayoutOSlab{});  // (64, HDIM)
-      Tensor mO = p.tma_o.get_tma_tensor(p.shape_o)(_, _, head, batch);  // (seqlen_q, d)
-      Tensor gO = local_tile(mO, Shape<_64, Int<kHeadDim>>{},
-                             make_coord(m_block * Traits::kMmaWarpGroups + warp_group, _0{}));  // (64, HDIM)
-      auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw),
-                                        group_modes<0, 2>(gO));  // gmem (TMA), smem (TMA)
-      // Rows past the sequence and columns past head_dim lie outside O's tensor: TMA skips them.
-      copy(p.tma_o, tOsO, tOgO);
-      tma_store_arrive();
-      // Staged in Q's tile, O must have left it before the kernel releases Q (release_q).
-      if constexpr (!Traits::kSeparateO) tma_store_wait<0>();
-    }
-  }
+    // The 16-byte segments read below mix values written by the warpgroup's four warps.
+    named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
 
-  // Before the CTA exits: its last stores have read their shared memory.
-  CUTE_DEVICE static void drain(int mma_tid) {
-    if (is_issuer(mma_tid)) tma_store_wait<0>();
+    Tensor sOw = local_tile(sO, Shape<_64, Int<kHeadDim>>{}, make_coord(warp_group, _0{}));  // (64, HDIM)
+    Tensor gO = make_tensor(make_gmem_ptr(o_ptr + int64_t(warp_group) * 64 * o_row_stride),
+                            make_layout(Shape<_64, Int<kHeadDim>>{}, make_stride(o_row_stride, _1{})));  // (64, HDIM)
+    Tensor cOw = make_identity_tensor(Shape<_64, Int<kHeadDim>>{});  // (64, HDIM) -> (row, col)
+    typename Traits::GmemTiledCopyO copy_s2g;
+    auto thr_s2g = copy_s2g.get_thread_slice(mma_tid % kWarpGroupThreads);
+    Tensor ts = thr_s2g.partition_S(sOw);          // (CPY, CPY_M, CPY_K)
+    Tensor tg = thr_s2g.partition_D(gO);           // (CPY, CPY_M, CPY_K)
+    Tensor tc = thr_s2g.partition_D(cOw);          // (CPY, CPY_M, CPY_K) -> (row, col)
+    Tensor tr = make_tensor<Element>(shape(tg));  // (CPY, CPY_M, CPY_K)
+    copy(copy_s2g, ts, tr);
+    const int rows = q_rows - warp_group * 64;
+    CUTE_UNROLL
+    for (int m = 0; m < size<1>(tg); ++m) {
+      if (static_cast<int>(get<0>(tc(0, m, 0))) < rows) {
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tg); ++k) {
+          if (static_cast<int>(get<1>(tc(0, m, k))) < head_dim) copy(copy_s2g, tr(_, m, k), tg(_, m, k));
+        }
+      }
+    }
   }
 };
 

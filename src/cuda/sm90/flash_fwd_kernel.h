@@ -79,7 +79,7 @@ struct FlashFwdKernel {
   };
   static Params to_params(const common::FwdArguments& a) {
     return Params{TileScheduler::to_params(a.seq, kBlockM), Mainloop::to_params({a.in, a.seq}),
-                  Variant::to_params(a.score), Epilogue::to_params({a.out, a.seq})};
+                  Variant::to_params(a.score), Epilogue::to_params(a.out)};
   }
   using SharedStorage = typename Mainloop::SharedStorage;
   static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
@@ -92,7 +92,6 @@ struct FlashFwdKernel {
     const int warp_group = cutlass::canonical_warp_group_idx();
     if (warp_idx == 0 && cute::elect_one_sync()) {
       Mainloop::prefetch_descriptors(params.mainloop);
-      Epilogue::prefetch_descriptors(params.epilogue);
       smem.barrier_q.init(/*arrive_count=*/1);
       smem.barrier_q_empty.init(/*arrive_count=*/kMmaThreads);
     }
@@ -131,7 +130,6 @@ struct FlashFwdKernel {
       if constexpr (kPingPong) {
         if (wg == 0) named_barrier_sync(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
       }
-      Epilogue::drain(static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup);
     }
   }
 
@@ -308,7 +306,7 @@ struct FlashFwdKernel {
     float lse[Traits::kRowsPerThread];
     softmax.finalize(o, variant.lse_scale(), /*out_scale=*/1.0f, lse, variant.sink_logit());
     const Epilogue epilogue(params.epilogue, tile);
-    epilogue.store(params.epilogue, acc_o, lse, smem.o_staging(), mma_tid);
+    epilogue.store(acc_o, lse, smem.o_staging(), mma_tid);
     if constexpr (!Traits::kSeparateO) release_q(smem);  // O, staged in Q's tile, was read back
   }
 };

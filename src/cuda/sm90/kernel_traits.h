@@ -119,14 +119,15 @@ struct FwdTraits {
   static constexpr uint32_t kTmaBytesKV =
       static_cast<uint32_t>(size(take<0, 2>(SmemLayoutK{})) * sizeof(Element));
 
-  // ---- O's TMA store: one box per consumer warpgroup, its 64 rows of the staging tile. The slab
-  // is rows [64 w, 64 w + 64) of SmemLayoutO; 64 rows are whole swizzle atoms (8 rows each), so
-  // every warpgroup's slab has this same layout from its own first element on.
-  using SmemLayoutOSlab =
-      decltype(composition(SmemLayoutO{}, Layout<Shape<_64, Int<kHeadDim>>, Stride<_1, Int<kBlockM>>>{}));
-  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), ShapeQKV{}, StrideQKV{}));
-  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOSlab{},
-                                      Shape<_64, Int<kHeadDim>>{}, _1{}));
+  // ---- O from shared memory to global: 16-byte chunks, threads along a row's chunks first.
+  static constexpr int kGmemElems = 8;  // 16 bytes of a 16-bit type
+  static constexpr int kGmemBlockK = kHeadDim % 64 == 0 ? 64 : 32;
+  static constexpr int kGmemThreadsPerRow = kGmemBlockK / kGmemElems;
+  using GmemTiledCopyO = decltype(make_tiled_copy(
+      Copy_Atom<UniversalCopy<uint128_t>, Element>{},
+      Layout<Shape<Int<cutlass::NumThreadsPerWarpGroup / kGmemThreadsPerRow>, Int<kGmemThreadsPerRow>>,
+             Stride<Int<kGmemThreadsPerRow>, _1>>{},
+      Layout<Shape<_1, Int<kGmemElems>>>{}));  // one warpgroup stores its own 64 rows
 };
 
 }  // namespace sm90
