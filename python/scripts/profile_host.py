@@ -144,6 +144,29 @@ def main():
                 print(f"  {name:12s} host {host:8.1f}   device {dev:8.1f}   flushed {flushed:8.1f}")
             except Exception as e:  # noqa: BLE001
                 print(f"  {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+    # The forward at the grid's shortest point (what flashlab.bench times there), by function.
+    q, k, v, do = make(32, 512, 16, 128)
+    fwd = lambda: fl.attention(q, k, v, causal=True)  # noqa: E731
+    for _ in range(20):
+        fwd()
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(200):
+        fwd()
+    prof.disable()
+    torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(14)
+    print("## cProfile, 200 flashlab forward calls at b32 s512 h16 d128 causal, inputs requiring grad")
+    print(s.getvalue())
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as tp:
+        for _ in range(100):
+            fwd()
+        torch.cuda.synchronize()
+    print("## torch.profiler, 100 of those forward calls (self CPU time)")
+    print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60))
     q, k, v, do = make(1, 128, 1, 64)
     _, _, _, bwd = per_call(flashlab_fn, q, k, v, do, calls=10, reps=1)
     prof = cProfile.Profile()

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda/common/block_range.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/tile_scheduler.h"
@@ -67,11 +68,48 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
   return common::cuda_error(cudaGetLastError(), kImplName, "forward kernel launch");
 }
 
+// The products a tile shape computes for this call: the sum over query tiles of kBlockM x the key
+// blocks the tile visits (common::KeyBlockRange, the kernel's own rule), so a causal diagonal or a
+// ragged last tile counts what it wastes. Host only, over at most kShortSeqlen / kBlockM tiles.
+template <int kBlockM, int kBlockN>
+int64_t fwd_tile_work(const common::FwdArguments& args) {
+  common::WorkTile t;
+  t.q_len = args.seq.seqlen_q;
+  t.k_len = args.seq.seqlen_k;
+  int64_t blocks = 0;
+  for (t.m_block = 0; int64_t(t.m_block) * kBlockM < t.q_len; ++t.m_block) {
+    const common::KeyBlockRange<kBlockM, kBlockN> range(args.score, t);
+    if (!range.empty()) blocks += range.n_max - range.n_min;
+  }
+  return blocks * kBlockM;
+}
+
+// Head dims with a second, narrower tile (tile_size.h fwd_short_tile_size): the narrow one when it
+// computes enough fewer products to beat the wide tile's better efficiency, on short query
+// sequences (causal 512: 1,280 rows x blocks at 128 x 128 against 1,728 at 192 x 128).
+// FLASHLAB_SM90_FWD_TILE=wide / narrow forces either (A/B measurements).
+template <typename Wide, typename Narrow>
+bool use_short_tile(const common::FwdArguments& args) {
+  const char* forced = std::getenv("FLASHLAB_SM90_FWD_TILE");
+  if (forced != nullptr && std::strcmp(forced, "narrow") == 0) return true;
+  if (forced != nullptr && std::strcmp(forced, "wide") == 0) return false;
+  if (args.seq.seqlen_q > kShortSeqlen) return false;
+  const int64_t wide = fwd_tile_work<Wide::kBlockM, Wide::kBlockN>(args);
+  const int64_t narrow = fwd_tile_work<Narrow::kBlockM, Narrow::kBlockN>(args);
+  return narrow * 100 < wide * kShortTileEfficiencyPct;
+}
+
 template <DType kDType, int kHeadDim>
 Status run_fwd(const common::FwdArguments& args, void* stream) {
   using Element = typename common::ElementOf<kDType>::type;
   constexpr FwdTileSize kTile = fwd_tile_size(kHeadDim);
   using Traits = FwdTraits<kHeadDim, kTile.block_m, kTile.block_n, kTile.stages, Element>;
+  if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
+    constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
+    using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
+    if (use_short_tile<Traits, ShortTraits>(args))
+      return launch_fwd<FwdKernel<ShortTraits>>(args, static_cast<cudaStream_t>(stream));
+  }
 #if defined(FLASHLAB_SM90_ABLATION)
   // The stage table of docs/perf.md: a build with -DFLASHLAB_SM90_ABLATION picks FlashAttention-3's
   // techniques at run time from FLASHLAB_SM90_STAGES (serial | pingpong | overlap | all). Never in a

@@ -40,5 +40,15 @@ constexpr FwdTileSize fwd_tile_size(int head_dim) {
                            : FwdTileSize{128, 80, 2};
 }
 
+// A second tile for short query sequences, where the wide tile's padding and causal diagonal cost
+// more than its efficiency gains (fwd_launch.h use_short_tile: the tile computing fewer products,
+// the narrow one's counted at kShortTileEfficiencyPct % against the wide one's); {0, 0, 0}: none.
+// hdim 64: 192 x 128 ran 531 TFLOP/s at 16k against 128 x 128's 456 (0.86).
+constexpr FwdTileSize fwd_short_tile_size(int head_dim) {
+  return head_dim > 32 && head_dim <= 64 ? FwdTileSize{128, 128, 2} : FwdTileSize{0, 0, 0};
+}
+constexpr int kShortSeqlen = 4096;  // longer query sequences keep the wide tile (no host count)
+constexpr int kShortTileEfficiencyPct = 86;
+
 }  // namespace sm90
 }  // namespace flashlab
