@@ -1,13 +1,16 @@
 // src/cuda/sm90/flash_fwd_kernel.h — the Hopper forward kernel: warp roles, and the order in which
 // the consumer warpgroups issue their products and run the softmax. It computes nothing itself.
 //
-// Pieces (as sm80/flash_fwd_kernel.h): TileScheduler common::FwdTileScheduler, Mainloop
+// Pieces (as sm80/flash_fwd_kernel.h): TileScheduler common::PersistentFwdTileScheduler, Mainloop
 // MainloopFwd (TMA + wgmma, mainloop_fwd.h), Variant common::ScoreVariant, softmax
 // common::OnlineSoftmax, Epilogue EpilogueFwd (epilogue_fwd.h). Dropout is not on this path
 // (api_sm90.cpp routes it to cuda_sm80).
 //
-// Warp roles (one CTA = one query block of one head):
-//   warpgroup 0, warp 0, one thread   producer: TMA of Q, then K(n), V(n) into 2-stage pipelines
+// A CTA runs one tile (a query block of one head) or, persistent, several in turn (the scheduler's
+// waves; fwd_launch.h chooses). Warp roles, for each of the CTA's tiles:
+//   warpgroup 0, warp 0, one thread   producer: TMA of K(first), Q (once barrier_q_empty says the
+//                                     consumers are done with the previous one), V(first), then
+//                                     K(n), V(n) into 2-stage pipelines
 //   warpgroups 1.. (64 rows each)     consumers: S = Q·Kᵀ, variant, softmax, O += P·V, epilogue
 // The stages of FlashAttention-3's ablation are template flags, so each can be measured alone
 // (docs/perf.md, "Hopper forward stages"):

@@ -1,7 +1,9 @@
 // src/cuda/sm90/tile_size.h — the Hopper forward's tile per head-dim bucket, and why.
 //
 // Constraints (bf16 / fp16, 2 K and 2 V stages):
-//   shared memory  Q (M·D·2) + K, V (2 · N·D·2 each) <= 227 KiB (232,448 B) per block on H100/H200
+//   shared memory  Q (M·D·2) + K, V (2 · N·D·2 each) <= 227 KiB (232,448 B) per block on H100/H200;
+//                  O's own staging tile (M·D·2) where it still fits (kernel_traits.h kSeparateO:
+//                  hdim <= 128), else O goes through Q's
 //   registers      a consumer thread holds S (64·N/128 fp32), P (half as many registers: 16-bit)
 //                  and O (64·D/128 fp32) at once under the overlap, within 240 (setmaxnreg)
 //   wgmma          N of Q·Kᵀ is kBlockN (a multiple of 16: P·V consumes 16 keys per k-step)
