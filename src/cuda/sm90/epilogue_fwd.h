@@ -1,19 +1,15 @@
 // src/cuda/sm90/epilogue_fwd.h — write O and LSE of the Hopper forward.
 //
 // Each consumer warpgroup stores its own 64 rows, without waiting for the other warpgroups: O is
-// converted to 16 bits and, where O has a staging tile of its own (Traits::kSeparateO, hdim <=
-// 128), written into the warpgroup's rows of it, read back after a warpgroup-wide named barrier in
-// 16-byte row segments, and stored to global memory with row and column predicates (rows past
-// the sequence, columns past head_dim). Without one (hdim 192, 256) each thread stores its
-// registers directly, two columns at a time, under the same predicates: Q's tile, the only other
-// place, must stay free for the next tile's Q. LSE: the first thread of each quad (the four hold
-// the same rows) writes its two rows.
+// converted to 16 bits, written into the warpgroup's rows of the staging tile (O's own where it
+// fits, else Q's: its own Q·Kᵀ products, the only readers of those rows, have retired), read back
+// after a warpgroup-wide named barrier in 16-byte row segments, and stored to global memory with row and column predicates
+// (rows past the sequence, columns past head_dim). LSE: the first thread of each quad (the four
+// hold the same rows) writes its two rows.
 // Arguments: common::FwdOutputArgs; Params: the same.
 #pragma once
 
 #include <cstdint>
-
-#include <cuda_bf16.h>
 
 #include <cute/tensor.hpp>
 
@@ -54,8 +50,7 @@ struct EpilogueFwd {
   }
 
   // acc_o: this thread's ((2, 2, HDIM/8), 1, 1) fp32 fragment, normalized; lse: its two rows.
-  // smem_o: the CTA's (BLK_M, HDIM) staging tile (Traits::kSeparateO; unused without). Every
-  // thread of the calling warpgroup calls this.
+  // smem_o: the CTA's (BLK_M, HDIM) staging tile. Every thread of the calling warpgroup calls this.
   template <typename AccO>
   CUTE_DEVICE void store(AccO const& acc_o, const float (&lse)[kRows], Element* smem_o, int mma_tid) const {
     typename Traits::TiledMmaPV mma;
@@ -73,37 +68,12 @@ struct EpilogueFwd {
       }
     }
 
-    if constexpr (!Traits::kSeparateO) {
-      // ---- O: registers -> global, two adjacent columns (4 bytes) per store, converted pair by
-      // pair (no whole 16-bit copy of O held at once). No staging tile (hdim 192, 256: shared
-      // memory is full), so Q's tile is free for the next tile's Q as soon as the last Q·Kᵀ
-      // retired. Columns (c, c + 1) of the (rows, cols) view are adjacent with the first even;
-      // the strides are multiples of 8 elements and head_dim of 8, so a pair is aligned and whole.
-      Tensor o = rowcol_view(acc_o);  // (2 rows, HDIM/4 cols) fp32
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const int row = static_cast<int>(get<0>(tOcO(r, 0)));
-        if (row >= q_rows) continue;
-        Element* o_row = o_ptr + int64_t(row) * o_row_stride;
-        CUTE_UNROLL
-        for (int c = 0; c < size<1>(o); c += 2) {
-          const int col = static_cast<int>(get<1>(tOcO(r, c)));
-          if (col < head_dim) {
-            __nv_bfloat162 pair;  // two 16-bit values of either type: the bits are copied
-            reinterpret_cast<Element*>(&pair)[0] = static_cast<Element>(o(r, c));
-            reinterpret_cast<Element*>(&pair)[1] = static_cast<Element>(o(r, c + 1));
-            *reinterpret_cast<__nv_bfloat162*>(o_row + col) = pair;
-          }
-        }
-      }
-      return;
-    }
+    // ---- O: registers -> shared (this warpgroup's rows) -> global.
     Tensor rO = make_tensor<Element>(acc_o.layout());  // ((2, 2, HDIM/8), 1, 1) 16-bit
     convert_into(acc_o, rO);
-    // ---- O: registers -> O's staging tile (this warpgroup's rows) -> global. The tile is reused
-    // by the CTA's next tile (persistent CTAs): the warpgroup's reads of the previous tile's rows
-    // are over before they are overwritten.
-    named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
+    // A staging tile of its own is reused by the CTA's next tile (persistent CTAs): the
+    // warpgroup's reads of the previous tile's rows are over before they are overwritten.
+    if constexpr (Traits::kSeparateO) named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
     Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
     auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma);
     auto thr_r2s = copy_r2s.get_thread_slice(mma_tid);

@@ -174,8 +174,8 @@ struct FlashFwdKernel {
   }
 
   // Every consumer thread's arrival on barrier_q_empty: its reads of Q's tile are over (its Q·Kᵀ
-  // products retired). The fence orders any generic-proxy access before the next Q's TMA
-  // (async-proxy) writes.
+  // products retired; where O is staged in Q's tile, its epilogue read O back). The fence orders
+  // those generic-proxy accesses before the next Q's TMA (async-proxy) writes.
   __device__ static void release_q(SharedStorage& smem) {
     cutlass::arch::fence_view_async_shared();
     smem.barrier_q_empty.arrive();
@@ -291,9 +291,9 @@ struct FlashFwdKernel {
       for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
       for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
       for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
-      // Every Q·Kᵀ of the tile retired: the next tile's Q may land now, during the last P·V and
-      // the epilogue (which never stages O in Q's tile).
-      release_q(smem);
+      // Every Q·Kᵀ of the tile retired: with O staged elsewhere, the next tile's Q may land now,
+      // during the last P·V and the epilogue.
+      if constexpr (Traits::kSeparateO) release_q(smem);
       if constexpr (kOverlap) {  // the last block's P·V
         pipeline_v.consumer_wait(state_v);
         issue([&] { mainloop.issue_pv(state_v.index(), tOrP, acc_o); });
@@ -303,13 +303,14 @@ struct FlashFwdKernel {
       }
     } else {
       smem.barrier_q.wait(q_phase);  // the producer loaded Q anyway (one handshake for every tile)
-      release_q(smem);
+      if constexpr (Traits::kSeparateO) release_q(smem);
     }
 
     float lse[Traits::kRowsPerThread];
     softmax.finalize(o, variant.lse_scale(), /*out_scale=*/1.0f, lse, variant.sink_logit());
     const Epilogue epilogue(params.epilogue, tile);
     epilogue.store(acc_o, lse, smem.o_staging(), mma_tid);
+    if constexpr (!Traits::kSeparateO) release_q(smem);  // O, staged in Q's tile, was read back
   }
 };
 

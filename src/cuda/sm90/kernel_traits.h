@@ -96,10 +96,11 @@ struct FwdTraits {
   using SmemLayoutVt = decltype(composition(
       SmemLayoutV{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
                                          Step<_2, _1, _3>{})));  // (HDIM, BLK_N, STAGES)
-  // O is staged through shared memory in Q's layout where a buffer of its own fits (16-byte
-  // stores of whole row segments); else (head dims 192 and 256: Q + K + V already take 216 and
-  // 224 KiB) the epilogue stores O from registers. Either way Q's tile is never O's, so the
-  // producer may load the next tile's Q while this tile's O is still being stored.
+  // O is staged through shared memory in Q's layout: in a buffer of its own where it fits (then
+  // the producer may load the next tile's Q while this tile's O is still being stored), else in Q's
+  // buffer (head dims 192 and 256: Q + K + V already take 216 and 224 KiB), where warpgroup w
+  // overwrites only its own 64 rows of Q, which its own Q·Kᵀ products no longer read once its
+  // last wgmma retired.
   using SmemLayoutO = SmemLayoutQ;  // (BLK_M, HDIM)
   static constexpr int kTileBytesQ = kBlockM * kHeadDim * 2;
   static constexpr int kTileBytesKV = kBlockN * kHeadDim * 2 * kStages;

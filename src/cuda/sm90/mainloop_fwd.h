@@ -53,8 +53,7 @@ struct MainloopFwd {
     int kv_group;
   };
 
-  // O's staging tile where it has room (Traits::kSeparateO), else nothing: the epilogue then
-  // stores O from registers.
+  // O's staging tile where it has its own (Traits::kSeparateO), else nothing: O then goes through Q's.
   template <bool kSeparateO, typename Dummy = void>
   struct OStorage {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutO>, 1024> o;  // (BLK_M, HDIM)
@@ -76,7 +75,7 @@ struct MainloopFwd {
       if constexpr (Traits::kSeparateO) {
         return this->o.data();
       } else {
-        return nullptr;  // no staging tile: the epilogue stores from registers
+        return q.data();
       }
     }
   };
