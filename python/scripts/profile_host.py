@@ -12,9 +12,11 @@ flashlab.torch beside SDPA (cuDNN and flash backends):
    point (batch 32, seqlen 512, 16 heads, head_dim 128, causal) and at a tiny one (host only);
 2. one flushed call the way flashlab.bench times it (a 256 MiB memset, then start event, the call,
    stop event), so the two can be compared;
-3. cProfile of the tiny backward: the Python functions by own time (the C++ call is inside
-   flashlab.torch._call); then torch.profiler's table of the same calls, CUDA runtime calls
-   (launches, memsets, allocations, synchronizations) included.
+3. cProfile of the forward at the shortest point and of the tiny backward: the Python functions
+   by own time (the C++ call is inside flashlab.torch._call); then torch.profiler's table of the
+   same calls, CUDA runtime calls (launches, memsets, allocations, synchronizations) included.
+The implementations are flashlab.bench's (make_impl), so the calls are the ones the grid times.
+(Not re-run on the GPU since it took make_impl: session 12's figures came from the version before.)
 """
 
 import cProfile
@@ -24,10 +26,8 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import flashlab.torch as fl
+from flashlab.bench import make_impl
 
 
 def make(batch, seqlen, heads, head_dim):
@@ -37,30 +37,43 @@ def make(batch, seqlen, heads, head_dim):
     return [t.requires_grad_() for t in (q, k, v)] + [do]
 
 
-def flashlab_fn(q, k, v):
-    return fl.attention(q, k, v, causal=True)
+# f(q, k, v, causal) for each implementation: flashlab.bench's own, so the calls are the grid's.
+IMPLS = [(name, make_impl(spec, torch)) for name, spec in
+         (("flashlab", "flashlab:auto"), ("sdpa_cudnn", "sdpa_cudnn"), ("sdpa_flash", "sdpa_flash"))]
 
 
-def flashlab_fn_c(q, k, v, causal):
-    return fl.attention(q, k, v, causal=causal)
+def causal_fn(fn):
+    return lambda q, k, v: fn(q, k, v, True)
 
 
-def sdpa_fn_c(backend):
-    def f(q, k, v, causal):
-        with sdpa_kernel(backend):
-            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                               is_causal=causal)
-        return o.transpose(1, 2)
-    return f
+def report(name, measure):
+    """One line of figures from measure() -> str, or the failure's first line."""
+    try:
+        print(f"    {name:12s} {measure()}")
+    except Exception as e:  # noqa: BLE001
+        print(f"    {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
 
 
-def sdpa_fn(backend):
-    def f(q, k, v):
-        with sdpa_kernel(backend):
-            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                               is_causal=True)
-        return o.transpose(1, 2)
-    return f
+def profile_calls(fn, label, cprofile_calls, torch_calls, activities, rows):
+    """cProfile (own time per Python function) and torch.profiler (self CPU time per op and CUDA
+    runtime call, which cProfile folds into the C++ call) of fn's calls."""
+    from torch.profiler import profile
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(cprofile_calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(rows)
+    print(f"## cProfile, {cprofile_calls} {label} (own time per function)")
+    print(s.getvalue())
+    with profile(activities=activities) as tp:
+        for _ in range(torch_calls):
+            fn()
+        torch.cuda.synchronize()
+    print(f"## torch.profiler, {torch_calls} {label} (self CPU time)")
+    print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows + 5, max_name_column_width=60))
 
 
 def per_call(fn, q, k, v, do, calls=50, reps=5, forward=False):
@@ -120,74 +133,33 @@ def forward_section(impls):
         q, k, v, do = make(b, s, h, d)
         print(f"  b{b} s{s} h{h} d{d} {'causal' if causal else 'non-causal'}")
         for name, fn in impls:
-            f = (lambda q, k, v, fn=fn, c=causal: fn(q, k, v, c))
-            try:
-                host, dev, flushed, call = per_call(f, q, k, v, do, forward=True)
-                print(f"    {name:12s} host {host:8.1f}   device {dev:8.1f}   kernels {kernel_us(call):8.1f}"
-                      f"   flushed {flushed:8.1f}")
-            except Exception as e:  # noqa: BLE001
-                print(f"    {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+            def measure(fn=fn):
+                host, dev, flushed, call = per_call(lambda q, k, v: fn(q, k, v, causal), q, k, v, do, forward=True)
+                return f"host {host:8.1f}   device {dev:8.1f}   kernels {kernel_us(call):8.1f}   flushed {flushed:8.1f}"
+            report(name, measure)
 
 
 def main():
-    impls = [("flashlab", flashlab_fn), ("sdpa_cudnn", sdpa_fn(SDPBackend.CUDNN_ATTENTION)),
-             ("sdpa_flash", sdpa_fn(SDPBackend.FLASH_ATTENTION))]
-    forward_section([(n, f) for n, f in (("flashlab", flashlab_fn_c), ("sdpa_cudnn", sdpa_fn_c(SDPBackend.CUDNN_ATTENTION)),
-                                         ("sdpa_flash", sdpa_fn_c(SDPBackend.FLASH_ATTENTION)))])
+    from torch.profiler import ProfilerActivity
+    forward_section(IMPLS)
     for label, shape in (("b32 s512 h16 d128 causal", (32, 512, 16, 128)), ("tiny b1 s128 h1 d64 causal", (1, 128, 1, 64))):
         q, k, v, do = make(*shape)
         print(f"## {label}: per backward call, us (host = perf_counter over back-to-back calls; "
               f"device = CUDA events over them; flushed = one call after a 256 MiB memset, as flashlab.bench)")
-        for name, fn in impls:
-            try:
-                host, dev, flushed, _ = per_call(fn, q, k, v, do)
-                print(f"  {name:12s} host {host:8.1f}   device {dev:8.1f}   flushed {flushed:8.1f}")
-            except Exception as e:  # noqa: BLE001
-                print(f"  {name:12s} failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+        for name, fn in IMPLS:
+            def measure(fn=fn):
+                host, dev, flushed, _ = per_call(causal_fn(fn), q, k, v, do)
+                return f"host {host:8.1f}   device {dev:8.1f}   flushed {flushed:8.1f}"
+            report(name, measure)
+    flashlab = causal_fn(IMPLS[0][1])
     # The forward at the grid's shortest point (what flashlab.bench times there), by function.
     q, k, v, do = make(32, 512, 16, 128)
-    fwd = lambda: fl.attention(q, k, v, causal=True)  # noqa: E731
-    for _ in range(20):
-        fwd()
-    torch.cuda.synchronize()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(200):
-        fwd()
-    prof.disable()
-    torch.cuda.synchronize()
-    s = io.StringIO()
-    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(14)
-    print("## cProfile, 200 flashlab forward calls at b32 s512 h16 d128 causal, inputs requiring grad")
-    print(s.getvalue())
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]) as tp:
-        for _ in range(100):
-            fwd()
-        torch.cuda.synchronize()
-    print("## torch.profiler, 100 of those forward calls (self CPU time)")
-    print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60))
+    _, _, _, fwd = per_call(flashlab, q, k, v, do, calls=10, reps=1, forward=True)
+    profile_calls(fwd, "flashlab forward calls at b32 s512 h16 d128 causal, inputs requiring grad", 200, 100,
+                  [ProfilerActivity.CPU], 14)
     q, k, v, do = make(1, 128, 1, 64)
-    _, _, _, bwd = per_call(flashlab_fn, q, k, v, do, calls=10, reps=1)
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(2000):
-        bwd()
-    prof.disable()
-    torch.cuda.synchronize()
-    s = io.StringIO()
-    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(20)
-    print("## cProfile, 2000 tiny flashlab backward calls (own time per function)")
-    print(s.getvalue())
-    # The CUDA runtime calls (launches, memsets, allocations, synchronizations) and the ops, by self
-    # CPU time: what the C++ side of the call spends, which cProfile folds into _call.
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as tp:
-        for _ in range(200):
-            bwd()
-        torch.cuda.synchronize()
-    print("## torch.profiler, 200 tiny flashlab backward calls (self CPU time; CUDA runtime calls included)")
-    print(tp.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
+    _, _, _, bwd = per_call(flashlab, q, k, v, do, calls=10, reps=1)
+    profile_calls(bwd, "tiny flashlab backward calls", 2000, 200, [ProfilerActivity.CPU, ProfilerActivity.CUDA], 20)
 
 
 if __name__ == "__main__":
