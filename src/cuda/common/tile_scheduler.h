@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>  // dim3, blockIdx
 
 #include "cuda/common/kernel_args.h"
+#include "cuda/common/persistent_waves.h"
 
 namespace flashlab {
 namespace common {
@@ -91,6 +92,7 @@ struct FwdTileScheduler {
 // current one. The rotation by k matters under a causal mask: with G a multiple of the query
 // blocks per head (132 SMs, 4 blocks at seqlen 512) a plain k * G + c would hand a CTA the same
 // query block, so the same amount of work, in every wave; rotated, each CTA cycles through them.
+// The two formulas live in persistent_waves.h (tests/test_persistent_waves.cpp checks them).
 struct PersistentFwdTileScheduler {
   struct Params {
     SeqArgs seq;
@@ -112,14 +114,13 @@ struct PersistentFwdTileScheduler {
   }
   // This CTA's tile of wave k, or -1: no tile in wave k or after it.
   __device__ static int tile_index(const Params& p, int k) {
-    const int ctas = static_cast<int>(gridDim.x);
-    const int64_t t = int64_t(k) * ctas + (static_cast<int>(blockIdx.x) + k) % ctas;
+    const int64_t t = wave_tile(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
     return t < p.tiles ? static_cast<int>(t) : -1;
   }
   __device__ static WorkTile tile(const Params& p, int t) {
     WorkTile w;
     const int bh = t / p.m_blocks;
-    w.m_block = p.m_blocks - 1 - (t - bh * p.m_blocks);
+    w.m_block = wave_tile_m_block(t, p.m_blocks);
     w.head = bh % p.seq.heads_q;
     w.set_sequence(p.seq, bh / p.seq.heads_q);
     return w;

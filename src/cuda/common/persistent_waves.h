@@ -1,0 +1,24 @@
+// src/cuda/common/persistent_waves.h — the Hopper forward's tile order and its persistent CTAs'
+// wave rule (common::PersistentFwdTileScheduler), host and device: tests/test_persistent_waves.cpp
+// checks them on the CPU (every tile once, one per CTA per wave, causal tiles balanced).
+#pragma once
+
+#include <cstdint>
+
+#include "flashlab/config.h"  // FLASHLAB_HD
+
+namespace flashlab {
+namespace common {
+
+// The tile that CTA `cta` of `ctas` takes in wave k: k * ctas + (cta + k) mod ctas. The waves are
+// consecutive runs of `ctas` tiles; the rotation by k moves each CTA to a different query block
+// from wave to wave (else, with ctas a multiple of the query blocks per head, a CTA would get the
+// same one, and the same causal cost, in every wave). In the last wave it may exceed the tile count.
+FLASHLAB_HD int64_t wave_tile(int k, int cta, int ctas) { return int64_t(k) * ctas + (cta + k) % ctas; }
+
+// Tiles are numbered query block fastest, each head's last query block first: tile t is query
+// block m_blocks - 1 - t mod m_blocks of (head, sequence) t / m_blocks.
+FLASHLAB_HD int wave_tile_m_block(int t, int m_blocks) { return m_blocks - 1 - t % m_blocks; }
+
+}  // namespace common
+}  // namespace flashlab
