@@ -31,6 +31,9 @@
 #               draws, default 24; SAN_TOOLS picks the tools; SAN_BUCKET=D keeps the draws of head-dim bucket D)
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR
 #               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
+#     fwd-profile  the same for the Hopper forward (PROFILE_SHAPE, default b32 h16 s512 d128), then SDPA
+#               cuDNN's forward kernel at that shape, causal (python/scripts/sdpa_once.py) -> $OUT/ncu_fwd_*,
+#               $OUT/ncu_fwd_vs_cudnn.md, $OUT/sass_fwd_hot.txt (written in session 12, not yet run)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
@@ -198,29 +201,48 @@ if has bwd-bench; then
 --batch 1 --heads 32 --seqlen 16384 --head-dim 64
 --batch 32 --heads 16 --seqlen 512 --head-dim 128 --causal"}"
 fi
-if has bwd-profile; then
+# ncu on one cuda_sm90 pass at one shape: the metrics of tools/gpu_check.sh's profile phase, causal
+# and not, as a table (tools/ncu_table.py), then per-SASS-line hot spots of the main kernel
+# (non-causal; tools/sass_hotspots.py).
+#   kernel_profile TAG KERNELS MAIN_KERNEL LAUNCHES SHAPE [CLI flags]  -> $OUT/ncu_TAG_*.txt, $OUT/sass_TAG_hot.txt
+kernel_profile() {
+  local tag=$1 kernels=$2 main_kernel=$3 launches=$4 shape=$5
+  shift 5
+  local metrics files=() causal mode
   metrics=$(ncu_metrics)
   metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
-  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active"
-  files=()
+  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed"
   for causal in "" "--causal"; do
-    tag=full; [ -n "$causal" ] && tag=causal
-    timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:FlashBwdKernel|BwdConvertDq' -c 2 "$BIN/flashlab" bench --impl cuda_sm90 \
-      ${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128} $causal --backward --warmup 0 --iters 1 \
-      --no-check --no-sgemm --quiet > "$OUT/ncu_bwd_$tag.txt" 2>&1
-    echo "ncu bwd $tag rc $?"
-    files+=("$OUT/ncu_bwd_$tag.txt")
+    mode=full; [ -n "$causal" ] && mode=causal
+    timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k "regex:$kernels" -c "$launches" "$BIN/flashlab" \
+      bench --impl cuda_sm90 $shape $causal "$@" --warmup 0 --iters 1 --no-check --no-sgemm --quiet \
+      > "$OUT/ncu_${tag}_$mode.txt" 2>&1
+    echo "ncu $tag $mode rc $?"
+    files+=("$OUT/ncu_${tag}_$mode.txt")
   done
-  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_bwd_table.md"
-  # Per-SASS-line issue and stall samples of the main kernel (non-causal): tools/sass_hotspots.py.
+  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_${tag}_table.md"
   timeout 200 ncu --section SourceCounters --section WarpStateStats --kernel-name-base demangled \
-    -k 'regex:FlashBwdKernel' -c 1 -f -o "$OUT/sass_bwd" "$BIN/flashlab" bench --impl cuda_sm90 \
-    ${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128} --backward --warmup 0 --iters 1 \
-    --no-check --no-sgemm --quiet > "$OUT/sass_bwd.log" 2>&1
-  ncu --import "$OUT/sass_bwd.ncu-rep" --page source --csv --print-source sass > /tmp/sass_bwd.csv 2>> "$OUT/sass_bwd.log"
-  python3 tools/sass_hotspots.py /tmp/sass_bwd.csv --top 60 > "$OUT/sass_bwd_hot.txt" 2>&1
-  rm -f "$OUT/sass_bwd.ncu-rep"
-  head -50 "$OUT/sass_bwd_hot.txt"
+    -k "regex:$main_kernel" -c 1 -f -o "$OUT/sass_$tag" "$BIN/flashlab" bench --impl cuda_sm90 $shape "$@" \
+    --warmup 0 --iters 1 --no-check --no-sgemm --quiet > "$OUT/sass_$tag.log" 2>&1
+  ncu --import "$OUT/sass_$tag.ncu-rep" --page source --csv --print-source sass > "/tmp/sass_$tag.csv" 2>> "$OUT/sass_$tag.log"
+  python3 tools/sass_hotspots.py "/tmp/sass_$tag.csv" --top 60 > "$OUT/sass_${tag}_hot.txt" 2>&1
+  rm -f "$OUT/sass_$tag.ncu-rep"
+  head -50 "$OUT/sass_${tag}_hot.txt"
+}
+if has bwd-profile; then
+  kernel_profile bwd 'FlashBwdKernel|BwdConvertDq' FlashBwdKernel 2 \
+    "${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128}" --backward
+fi
+if has fwd-profile; then
+  # The forward's kernel (its launch mode as auto picks it; FLASHLAB_SM90_FWD_CTAS overrides), then
+  # SDPA cuDNN's forward kernel at the same shape (python/scripts/sdpa_once.py) for comparison.
+  kernel_profile fwd 'device_kernel' 'device_kernel' 1 \
+    "${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128}"
+  py_setup && timeout 200 ncu --metrics "$(ncu_metrics),dram__throughput.avg.pct_of_peak_sustained_elapsed" \
+    -k 'regex:cudnn|fmha|sdpa' -c 1 --launch-skip 1 python3 python/scripts/sdpa_once.py \
+    ${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128} --causal > "$OUT/ncu_fwd_cudnn.txt" 2>&1
+  echo "ncu cudnn rc $?"
+  python3 tools/ncu_table.py "$OUT/ncu_fwd_causal.txt" "$OUT/ncu_fwd_cudnn.txt" | tee "$OUT/ncu_fwd_vs_cudnn.md"
 fi
 if has kv-profile; then
   metrics=$(ncu_metrics)
