@@ -32,7 +32,7 @@
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR
 #               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     fwd-profile  the same for the Hopper forward (PROFILE_SHAPE, default b32 h16 s512 d128), then SDPA
-#               cuDNN's forward kernel at that shape, causal (python/scripts/sdpa_once.py) -> $OUT/ncu_fwd_*,
+#               cuDNN's forward kernel at that shape, causal (benchmarks/sdpa_flash_once.py) -> $OUT/ncu_fwd_*,
 #               $OUT/ncu_fwd_vs_cudnn.md, $OUT/sass_fwd_hot.txt (written in session 12, not yet run)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
@@ -235,11 +235,11 @@ if has bwd-profile; then
 fi
 if has fwd-profile; then
   # The forward's kernel (its launch mode as auto picks it; FLASHLAB_SM90_FWD_CTAS overrides), then
-  # SDPA cuDNN's forward kernel at the same shape (python/scripts/sdpa_once.py) for comparison.
+  # SDPA cuDNN's forward kernel at the same shape (benchmarks/sdpa_flash_once.py) for comparison.
   kernel_profile fwd 'device_kernel' 'device_kernel' 1 \
     "${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128}"
   py_setup && timeout 200 ncu --metrics "$(ncu_metrics),dram__throughput.avg.pct_of_peak_sustained_elapsed" \
-    -k 'regex:cudnn|fmha|sdpa' -c 1 --launch-skip 1 python3 python/scripts/sdpa_once.py \
+    -k 'regex:fprop' -c 1 python3 benchmarks/sdpa_flash_once.py --backend cudnn \
     ${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128} --causal > "$OUT/ncu_fwd_cudnn.txt" 2>&1
   echo "ncu cudnn rc $?"
   python3 tools/ncu_table.py "$OUT/ncu_fwd_causal.txt" "$OUT/ncu_fwd_cudnn.txt" | tee "$OUT/ncu_fwd_vs_cudnn.md"
