@@ -2,7 +2,8 @@
 //
 // Producer side (one elected thread): per tile Q onto barrier_q (once the consumers released the
 // previous tile's on barrier_q_empty), K(n) and V(n) for the key blocks from last to first, each
-// through its own 2-stage TMA pipeline, so that Q·K(n - 1) can start while V(n) still lands. Consumer side (each consumer warpgroup, its 64 query rows): S = Q·Kᵀ (SS wgmma)
+// through its own 2-stage TMA pipeline, so that Q·K(n - 1) can start while V(n) still lands.
+// Consumer side (each consumer warpgroup, its 64 query rows): S = Q·Kᵀ (SS wgmma)
 // and O += P·V (RS wgmma, P in registers), issued here and waited for by the kernel, which decides
 // how the products overlap with the softmax (flash_fwd_kernel.h).
 // Arguments: common::FwdInputArgs and the sequence sizes; Params: the TMA descriptors (built on the
