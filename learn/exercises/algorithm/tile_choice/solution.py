@@ -1,0 +1,18 @@
+"""Solution for algorithm/tile_choice (the task is in stub.py)."""
+
+
+def products(seqlen_q, seqlen_k, causal, block_m, block_n):
+    shift = seqlen_k - seqlen_q  # bottom-right: row i sees keys up to i + shift
+    total = 0
+    for i0 in range(0, seqlen_q, block_m):
+        i1 = min(i0 + block_m, seqlen_q) - 1  # the tile's last valid row sees the most keys
+        hi = min(seqlen_k - 1, i1 + shift) if causal else seqlen_k - 1
+        if hi >= 0:  # else no row of the tile sees a key: nothing visited
+            total += block_m * (hi // block_n + 1)
+    return total
+
+
+def choose(seqlen_q, seqlen_k, causal, wide, narrow, efficiency):
+    w = products(seqlen_q, seqlen_k, causal, *wide)
+    n = products(seqlen_q, seqlen_k, causal, *narrow)
+    return "narrow" if n < efficiency * w else "wide"
