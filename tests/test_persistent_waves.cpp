@@ -13,7 +13,7 @@
 namespace {
 
 using flashlab::common::wave_tile;
-using flashlab::common::wave_tile_m_block;
+using flashlab::common::wave_tile_coords;
 
 // CTA c's tiles in order, as the kernel's loop visits them (it stops at the first wave without one).
 std::vector<std::vector<int64_t>> schedule(int64_t tiles, int ctas) {
@@ -44,10 +44,12 @@ TEST(PersistentWaves, EveryTileOnceOnePerWave) {
 }
 
 TEST(PersistentWaves, TileOrderLastQueryBlockFirst) {
-  EXPECT_EQ(wave_tile_m_block(0, 4), 3);
-  EXPECT_EQ(wave_tile_m_block(3, 4), 0);
-  EXPECT_EQ(wave_tile_m_block(4, 4), 3);  // the next head starts with its longest tile again
-  EXPECT_EQ(wave_tile_m_block(7, 1), 0);
+  EXPECT_EQ(wave_tile_coords(0, 4).m_block, 3);
+  EXPECT_EQ(wave_tile_coords(3, 4).m_block, 0);
+  EXPECT_EQ(wave_tile_coords(4, 4).m_block, 3);  // the next head starts with its longest tile again
+  EXPECT_EQ(wave_tile_coords(7, 1).m_block, 0);
+  EXPECT_EQ(wave_tile_coords(9, 4).bh, 2);  // tile 9: (head, sequence) 2, its second query block from the end
+  EXPECT_EQ(wave_tile_coords(9, 4).m_block, 2);
 }
 
 // A causal tile of query block m visits m + 1 key blocks (seqlen_q = seqlen_k, square blocks): the
@@ -61,7 +63,7 @@ TEST(PersistentWaves, CausalTilesBalance) {
     int64_t total = 0, busiest = 0;
     for (const auto& list : per_cta) {
       int64_t load = 0;
-      for (int64_t t : list) load += wave_tile_m_block(static_cast<int>(t), cs.m_blocks) + 1;
+      for (int64_t t : list) load += wave_tile_coords(static_cast<int>(t), cs.m_blocks).m_block + 1;
       total += load;
       busiest = std::max(busiest, load);
     }
@@ -72,7 +74,7 @@ TEST(PersistentWaves, CausalTilesBalance) {
   }
   // What the rotation prevents: k * G + c puts CTA 0 on query block M - 1 in every wave.
   int64_t plain = 0;
-  for (int k = 0; k < 16; ++k) plain += wave_tile_m_block(k * 132, 4) + 1;
+  for (int k = 0; k < 16; ++k) plain += wave_tile_coords(k * 132, 4).m_block + 1;
   EXPECT_EQ(plain, 16 * 4);
 }
 

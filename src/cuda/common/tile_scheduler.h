@@ -119,10 +119,10 @@ struct PersistentFwdTileScheduler {
   }
   __device__ static WorkTile tile(const Params& p, int t) {
     WorkTile w;
-    const int bh = t / p.m_blocks;
-    w.m_block = wave_tile_m_block(t, p.m_blocks);
-    w.head = bh % p.seq.heads_q;
-    w.set_sequence(p.seq, bh / p.seq.heads_q);
+    const WaveTileCoords c = wave_tile_coords(t, p.m_blocks);
+    w.m_block = c.m_block;
+    w.head = c.bh % p.seq.heads_q;
+    w.set_sequence(p.seq, c.bh / p.seq.heads_q);
     return w;
   }
 };
