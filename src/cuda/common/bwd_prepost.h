@@ -2,7 +2,7 @@
 //
 //   bwd_preprocess_kernel   D_i = rowsum(dO_i ∘ O_i) in fp32 -> workspace dsum (FlashAttention-2's
 //                           "dot(dO, O)"; O is the forward's output, dropout scaling included);
-//                           with BwdRowArgs::row_stats_tiles, D and LSE · log2(e) -> the 64-row
+//                           with BwdRowArgs::row_stats_block, D and LSE · log2(e) -> the
 //                           tiles of row_stats instead, padding rows included (cuda_sm90)
 //                           with attention sinks, each CTA also writes its rows' share of
 //                           dsink_h = −Σ_rows exp(sink_h − LSE)·D to the workspace (dsink_part)
@@ -92,34 +92,37 @@ __global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTA
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int d0 = 8 * lane;
   const BwdRowArgs& rows = params.rows;
-  static_assert(kPrepostRows == kRowStatsBlock, "one CTA writes one row_stats tile");
+  // row_stats tiles of block rows (a multiple of kPrepostRows: bwd_prologue): this CTA writes rows
+  // [m0 % block, + kPrepostRows) of tile m0 / block. CTAs past the sequences' longest length exist
+  // only for those tiles' padding rows.
+  const int block = rows.row_stats_block;
   static_assert(kPrepostRows == kDsinkBlockRows, "one CTA writes one dsink partial");
   // Attention sinks: the gradient of the sink logit s is −Σ_rows P_sink·D with P_sink = e^(s − LSE)
   // (the sink adds no value, so dS of the keys is unchanged). Lane 0 sums its warp's rows.
   const float sink = rows.dsink_partial != nullptr ? params.score.sink_logits[head] : -INFINITY;
   float sink_part = 0.0f;
   // Tiles: every row of the block, the padding past the sequence too.
-  const int r_end = rows.row_stats_tiles ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
+  const int r_end = block > 0 ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
   // What lane 0 does with row r's D (warp-summed): the sink's share, and D (and LSE · log2 e) out.
   auto finish = [&](int r, float sum) {
     // The row's LSE, read once, where the sink or the row_stats tile needs it.
     const bool in_seq = r < s.len;
-    const float lse = in_seq && (sink != -INFINITY || rows.row_stats_tiles)
+    const float lse = in_seq && (sink != -INFINITY || block > 0)
                           ? rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
                                               : int64_t(s.b) * rows.lse_batch_stride +
                                                     int64_t(head) * rows.lse_head_stride + r]
                           : -INFINITY;
     if (sink != -INFINITY && in_seq) sink_part -= exp2f((sink - lse) * kLog2e) * sum;  // exp2f: expf's slow path spills
-    if (!rows.row_stats_tiles) {
+    if (block == 0) {
       rows.dsum[int64_t(head) * rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
       return;
     }
     // Past the sequence, or no visible key: +inf, so that P = 0.
     const float lse_log2 = in_seq && lse != -INFINITY ? lse * kLog2e : INFINITY;
-    float* tile = rows.row_stats + row_stats_tile_offset(s.b, static_cast<int>(blockIdx.x), head,
-                                                         params.seq.seqlen_q, params.seq.heads_q);
-    tile[r - m0] = lse_log2;
-    tile[kRowStatsBlock + r - m0] = sum;
+    float* tile =
+        rows.row_stats + row_stats_tile_offset(s.b, m0 / block, head, params.seq.seqlen_q, params.seq.heads_q, block);
+    tile[r % block] = lse_log2;
+    tile[block + r % block] = sum;
   };
   // A warp takes kBatch of its rows at once: their O and dO loads are all in flight before the
   // first product (one row at a time left each warp with two 16-byte loads outstanding).
@@ -149,7 +152,8 @@ __global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTA
       if (lane == 0 && r < r_end) finish(r, sum);
     }
   }
-  if (rows.dsink_partial != nullptr) {  // CTA-uniform: the four warps' sums in warp order
+  // CTA-uniform: the four warps' sums in warp order; the padding CTAs have no partial.
+  if (rows.dsink_partial != nullptr && m0 < params.seq.seqlen_q) {
     __shared__ float warp_part[kPrepostThreads / 32];
     if (lane == 0) warp_part[warp] = sink_part;
     __syncthreads();
@@ -236,7 +240,13 @@ Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStrea
                     const char* impl) {
   const SeqArgs& seq = args.seq;
   const BwdGradArgs& g = args.grad;
-  const dim3 grid_rows_q((seq.seqlen_q + kPrepostRows - 1) / kPrepostRows, seq.heads_q, seq.batch);
+  // 64-row CTAs; with row_stats tiles, enough of them to fill the last tile's padding rows too.
+  // (row_stats_block: 0, or a multiple of kPrepostRows dividing kDqAccumRowAlign: sm90/bwd_launch.h.)
+  const int stats_block = args.rows.row_stats_block;
+  const int row_blocks = (seq.seqlen_q + kPrepostRows - 1) / kPrepostRows;  // the dsink partials' count
+  const int cta_rows = stats_block > 0 ? (seq.seqlen_q + stats_block - 1) / stats_block * (stats_block / kPrepostRows)
+                                       : row_blocks;
+  const dim3 grid_rows_q(cta_rows, seq.heads_q, seq.batch);
   // dq_accum is zeroed by the preprocess kernel (below); with no rows it has no tile either.
   const int64_t dq_accum_count4 =
       g.dq_accum != nullptr && nonempty(grid_rows_q)
@@ -262,7 +272,7 @@ Status bwd_prologue(const BwdArguments& args, int block_m, int bucket, cudaStrea
   }
   if (args.rows.dsink != nullptr && seq.heads_q > 0) {
     // No rows (an empty batch or seqlen_q 0): no partials, dsink = 0.
-    const int64_t n = nonempty(grid_rows_q) ? int64_t(grid_rows_q.x) * seq.batch : 0;
+    const int64_t n = nonempty(grid_rows_q) ? int64_t(row_blocks) * seq.batch : 0;
     bwd_dsink_kernel<><<<seq.heads_q, kDsinkThreads, 0, stream>>>(args.rows.dsink_partial, n, seq.heads_q,
                                                                args.rows.dsink);
     FLASHLAB_RETURN_IF_ERROR(cuda_error(cudaGetLastError(), impl, "backward dsink kernel launch"));

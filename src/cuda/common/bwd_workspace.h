@@ -4,11 +4,13 @@
 // 256-byte boundary; rows_q = batch · seqlen_q and rows_k = batch · seqlen_k, the maximum lengths,
 // which bound the packed totals of a varlen batch as well:
 //   dsum      heads_q × rows_q                       D_i = rowsum(dO_i ∘ O_i), preprocess kernel
-//   row_stats batch × round_up(seqlen_q, 128)        cuda_sm90: per 64-row query block (tiles as
-//             × heads_q × 2                          dq_accum's, row_stats_tile_offset()), its 64
-//                                                    LSE · log2(e), then its 64 D, padded (+inf, 0),
-//                                                    so one 512-byte bulk copy loads a block's
-//                                                    (written by the preprocess kernel for sm90)
+//   row_stats batch × round_up(seqlen_q, 128)        cuda_sm90: per query block of its kernel's
+//             × heads_q × 2                          block_m rows (64 or 128; tiles as dq_accum's,
+//                                                    row_stats_tile_offset()), its block_m
+//                                                    LSE · log2(e), then its block_m D, padded
+//                                                    (+inf, 0), so one bulk copy of 8 · block_m
+//                                                    bytes loads a block's (written by the
+//                                                    preprocess kernel for sm90)
 //   dq_accum  batch × round_up(seqlen_q, 128)        dQ / scale, fp32 reductions, in tiles: see
 //             × heads_q × bucket(head_dim)           dq_accum_tile_offset() below (deterministic
 //                                                    too: cuda_sm90 orders its reductions; cuda_sm80
@@ -71,13 +73,12 @@ FLASHLAB_HD int64_t dq_semaphore_count(int batch, int seqlen_q, int heads_q, int
   return dq_semaphore_index(batch, 0, 0, seqlen_q, heads_q, block_m);
 }
 
-// ---- row_stats: the tile of (sequence b, query block m of 64 rows, head): kRowStatsBlock LSE ·
+// ---- row_stats: the tile of (sequence b, query block m of block_m rows, head): block_m LSE ·
 // log2(e) (+inf where the row has no visible key or lies past the sequence: P = 0 there), then
-// kRowStatsBlock D (0 past the sequence). Written by the preprocess kernel when
-// BwdRowArgs::row_stats_tiles is set (cuda_sm90), read by the main kernel's producer.
-constexpr int kRowStatsBlock = 64;
-FLASHLAB_HD int64_t row_stats_tile_offset(int b, int m_block, int head, int seqlen_q, int heads_q) {
-  return dq_accum_tile_offset(b, m_block, head, seqlen_q, heads_q, kRowStatsBlock, 2);
+// block_m D (0 past the sequence). Written by the preprocess kernel when BwdRowArgs::row_stats_block
+// = block_m > 0 (cuda_sm90), read by the main kernel's producer.
+FLASHLAB_HD int64_t row_stats_tile_offset(int b, int m_block, int head, int seqlen_q, int heads_q, int block_m) {
+  return dq_accum_tile_offset(b, m_block, head, seqlen_q, heads_q, block_m, 2);
 }
 
 // ---- dsink_part: the partial sum of (sequence b, 64-row query block m, head).

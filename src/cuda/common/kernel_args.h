@@ -114,10 +114,11 @@ struct BwdRowArgs {
   int64_t lse_batch_stride = 0, lse_head_stride = 0;
   float* dsum = nullptr;  // workspace: (heads_q, rows_q)
   int64_t rows_q = 0;     // batch · seqlen_q: the row extent of every per-query-row workspace array
-  // workspace: LSE · log2(e) and D in 64-row tiles (bwd_workspace.h); the preprocess kernel writes
-  // them instead of dsum when row_stats_tiles is set (cuda_sm90 sets it)
+  // workspace: LSE · log2(e) and D in tiles of row_stats_block rows (bwd_workspace.h); the
+  // preprocess kernel writes them instead of dsum when row_stats_block > 0 (cuda_sm90 sets it to
+  // its kernel's query block: 64 or 128)
   float* row_stats = nullptr;
-  bool row_stats_tiles = false;
+  int row_stats_block = 0;
   // Attention sinks (ScoreArgs::sink_logits) with a dsink output: the preprocess kernel's partial
   // sums (workspace, bwd_workspace.h) and the (heads_q) fp32 gradient; both null otherwise.
   float* dsink_partial = nullptr;

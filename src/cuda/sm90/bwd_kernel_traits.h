@@ -2,22 +2,28 @@
 //
 // One CTA = one key block of kBlockN = 128 keys of one query head (FlashAttention-2's outer loop,
 // as sm80's backward). Two consumer warpgroups split the key block: warpgroup w owns keys
-// [64w, 64w + 64) of it, and for each query block of kBlockM = 64 rows computes (per warpgroup,
-// M × N × K), with the keys as the rows of the score tile ("orientation B", FlashAttention-3's
-// SdP_swapAB):
+// [64w, 64w + 64) of it, and for each query block of M = kBlockM rows (64; 128 at D <= 64, below)
+// computes (per warpgroup, M × N × K), with the keys as the rows of the score tile ("orientation
+// B", FlashAttention-3's SdP_swapAB):
 //   product        shape           A                          B                          kind
-//   Sᵀ  = K·Qᵀ     64 × 64 × D     K_w (64, D) smem, K-major  Q (64, D) smem, K-major      SS
-//   dPᵀ = V·dOᵀ    64 × 64 × D     V_w (64, D) smem           dO (64, D) smem              SS
-//   dV += Pᵀ·dO    64 × D × 64     Pᵀ from registers          dOᵀ view (D, 64), MN-major   RS
-//   dK += dSᵀ·Q    64 × D × 64     dSᵀ from registers         Qᵀ view (D, 64), MN-major    RS
+//   Sᵀ  = K·Qᵀ     64 × M × D      K_w (64, D) smem, K-major  Q (M, D) smem, K-major       SS
+//   dPᵀ = V·dOᵀ    64 × M × D      V_w (64, D) smem           dO (M, D) smem               SS
+//   dV += Pᵀ·dO    64 × D × M      Pᵀ from registers          dOᵀ view (D, M), MN-major    RS
+//   dK += dSᵀ·Q    64 × D × M      dSᵀ from registers         Qᵀ view (D, M), MN-major     RS
 // and dQ = dS·K from shared memory (dSᵀ is stored with the queries contiguous, so dS is its
 // MN-major view), one of two ways (kDqSplit):
-//   split (D 128)  dQ[:, half w] = dS·K[:, half w]    64 × D/2 × 128   both warpgroups' keys (a
+//   split (D 128)  dQ[:, half w] = dS·K[:, half w]    M × D/2 × 128    both warpgroups' keys (a
 //                  barrier over both first); Kᵀ view (D/2, 128), MN-major                  SS
-//   per warpgroup  dQ_w = dS_w·K_w                    64 × D × 64      (D 96: D/2 = 48 is not a
+//   per warpgroup  dQ_w = dS_w·K_w                    M × D × 64       (D 64, 96: D/2 is not a
 //                  whole swizzle atom of Kᵀ)          K_wᵀ view (D, 64)                    SS
-// Split, each CTA adds 64 × D floats of dQ per query block to global memory; per warpgroup, twice
-// that (both warpgroups add a full 64 × D partial sum), and the dQ accumulator is twice as large.
+// Split, each CTA adds M × D floats of dQ per query block to global memory; per warpgroup, twice
+// that (both warpgroups add a full M × D partial sum), and the dQ accumulator is twice as large.
+// Why M = 128 at D <= 64: every product above has half the work of D 128's at the same M, while a
+// query block's fixed costs (the pipeline wait, the dS barrier, each wgmma batch's latency, the dQ
+// hand-over) stay; 128 queries per block halve the blocks and double each wgmma's N (Sᵀ, dPᵀ) or K
+// (dV, dK). Registers at D 64 (fp32 per consumer thread): Sᵀ + dPᵀ 64 + 64, dK + dV 32 + 32, and
+// later Pᵀ, dSᵀ (16-bit) 32 + 32 with dQ 64 — the same peaks as D 128 at M = 64. FlashAttention-3
+// uses 128 × 128 tiles at D 64 too.
 // Sᵀ's accumulator gives a thread 2 keys × 16 queries, so the per-query LSE and D come from shared
 // memory (ScoreVariant::p_and_ds_transposed). P never leaves the registers: the 16-bit Pᵀ and dSᵀ
 // are the A operands of dV and dK as they are (the forward's P·V trick). Every transposed operand
@@ -54,13 +60,19 @@ namespace sm90 {
 
 using namespace cute;
 
-template <int kHeadDim_, typename Element_>
+// The query block: 128 rows at D <= 64 (above), else 64. bwd_launch.h takes 64 for the softcap /
+// ALiBi kernels at every D: their score math needs more registers, and at 128 rows they spilled
+// (48 to 64 bytes at D 64, ptxas).
+constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
+
+template <int kHeadDim_, typename Element_, int kBlockM_ = bwd_block_m(kHeadDim_)>
 struct BwdTraits {
   using Element = Element_;
   using ElementAccum = float;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kWide = kHeadDim > 128;  // D 256: the layout of the file comment's second table
-  static constexpr int kBlockM = 64;              // query rows per step of the loop
+  static constexpr int kBlockM = kBlockM_;  // query rows per step of the loop
+  static_assert(kBlockM == 64 || (kBlockM == 128 && kHeadDim <= 64), "registers: 128 rows only at D <= 64");
   static constexpr int kBlockN = kWide ? 64 : 128;  // keys per CTA
   static constexpr int kStages = 2;  // Q and dO buffers each (3 measured: no gain, H100 2026-11-24)
   static constexpr int kMmaWarpGroups = 2;
@@ -83,13 +95,14 @@ struct BwdTraits {
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
   static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup
-  static constexpr int kDqSlabs = kDqSplit ? 2 : 1;   // (64, kDqCols) fragments per dq_accum tile
+  static constexpr int kDqSlabs = kDqSplit ? 2 : 1;   // (kBlockM, kDqCols) fragments per dq_accum tile
   static constexpr int kDsStages = kDqSplit ? 2 : 1;  // dS read by both warpgroups: double-buffered
   // dQ's K extent: all 128 keys (split) or the warpgroup's 64.
   static constexpr int kDqKeys = kDqSplit ? kBlockN : kKeysPerWarpGroup;
-  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, Sᵀ + dPᵀ = 2 · 32, dQ =
-  // 64·kDqCols/128; Pᵀ and dSᵀ in 16 bits (2 · 16) stay live until dV and dK retire. D 128:
-  // 128 + 64 live in p_and_ds, 128 + 32 + 32 while dQ, dV and dK run.
+  // Registers per consumer thread (fp32): dK + dV = 2 · 64·D/128, Sᵀ + dPᵀ = 2 · 64·M/128, dQ =
+  // M·kDqCols/128; Pᵀ and dSᵀ in 16 bits (2 · M/4) stay live until dV and dK retire. D 128 (M 64):
+  // 128 + 64 live in p_and_ds, 128 + 32 + 32 while dQ, dV and dK run; D 64 (M 128): 64 + 128,
+  // then 64 + 64 + 64.
   static_assert(kHeadDim % 16 == 0 && (kHeadDim <= 128 || kHeadDim == 256),
                 "the Hopper backward serves head dims <= 128 and 256");
   static_assert(!kWide || kDqSplit, "D 256 splits dQ by halves of the head dim");
@@ -139,7 +152,7 @@ struct BwdTraits {
   using SmemLayoutKt = decltype(composition(
       SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, Step<_2, _1>{})));
 
-  // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous. Q and dO: one (64, HDIM)
+  // ---- TMA: global tensors (seqlen, d, head, batch), head dim contiguous. Q and dO: one (BLK_M, HDIM)
   // box per stage; K and V: one (BLK_N, HDIM) box each.
   using ShapeQKV = Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideQKV = Stride<int64_t, _1, int64_t, int64_t>;

@@ -4,7 +4,8 @@
 // run_bwd<dtype, head_dim>() is what the generated instantiations compile. In stream order:
 //   1. common::bwd_prologue       zero dq_accum, its semaphores (deterministic) and GQA's
 //                                 dk/dv_accum (atomic); LSE · log2(e) and
-//                                 D = rowsum(dO ∘ O) as 64-row row_stats tiles (bwd_workspace.h)
+//                                 D = rowsum(dO ∘ O) as row_stats tiles of kBlockM rows
+//                                 (bwd_workspace.h; kBlockM: bwd_kernel_traits.h, bwd_block_m)
 //   2. FlashBwdKernel             dK, dV; dq_accum += dS·K          (flash_bwd_kernel.h)
 //   3. BwdConvertDq               dq_accum · scale -> dQ            (epilogue_bwd.h)
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
@@ -52,38 +53,47 @@ Status launch_bwd_kernel(const common::BwdArguments& args, cudaStream_t stream, 
   return common::cuda_error(cudaGetLastError(), kImplName, what);
 }
 
-template <DType kDType, int kHeadDim>
-Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
-  using Element = typename common::ElementOf<kDType>::type;
-  using Traits = BwdTraits<kHeadDim, Element>;
-  const auto stream = static_cast<cudaStream_t>(stream_ptr);
-  if (args_in.seq.batch == 0 || args_in.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
-  // D 256 has no deterministic kernel (bwd_kernel_traits.h); api_sm90.cpp refuses it first, so that
-  // auto runs cuda_sm80's. Nothing is written before this.
-  if (Traits::kWide && args_in.deterministic)
-    return Status::Unsupported(std::string("impl ") + kImplName + ": the deterministic backward at head_dim > 128");
+// One tile set (Traits) and one score kernel kind: the prologue, the main kernel (deterministic or
+// not), the dQ conversion, GQA's dK / dV conversion.
+template <typename Traits, bool kGeneral>
+Status run_bwd_with(const common::BwdArguments& args_in, cudaStream_t stream) {
+  using Element = typename Traits::Element;
   common::BwdArguments args = args_in;
-  args.rows.row_stats_tiles = true;  // the producer loads LSE and D as 64-row tiles
+  // The producer loads LSE and D as row_stats tiles of one query block (bwd_workspace.h).
+  static_assert(Traits::kBlockM % common::kPrepostRows == 0 && common::kDqAccumRowAlign % Traits::kBlockM == 0,
+                "row_stats tiles are whole preprocess CTAs and fit the workspace's rows");
+  args.rows.row_stats_block = Traits::kBlockM;
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
-  // Softcap and ALiBi have a kernel of their own (flash_bwd_kernel.h, kGeneral), and so has the
-  // deterministic mode (kDeterministic: ordered dQ reductions, kPartial dK / dV).
-  const bool general = common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>::general(args.score);
   Status main_kernel;
-  if constexpr (Traits::kWide) {  // D 256: no deterministic kernel (refused above)
-    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
-                          : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+  if constexpr (Traits::kWide) {  // D 256: no deterministic kernel (refused in run_bwd)
+    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, "backward kernel");
   } else if (args.deterministic) {
-    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true, true>>(args, stream, "backward kernel")
-                          : launch_bwd_kernel<BwdKernel<Traits, false, true>>(args, stream, "backward kernel");
+    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, "backward kernel");
   } else {
-    main_kernel = general ? launch_bwd_kernel<BwdKernel<Traits, true>>(args, stream, "backward kernel")
-                          : launch_bwd_kernel<BwdKernel<Traits, false>>(args, stream, "backward kernel");
+    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, "backward kernel");
   }
   FLASHLAB_RETURN_IF_ERROR(main_kernel);
   FLASHLAB_RETURN_IF_ERROR(
       launch_bwd_kernel<BwdConvertDq<Traits>>(args, stream, "backward dQ conversion kernel"));
   return common::bwd_epilogue_dkv<Element>(args, stream, kImplName);
+}
+
+template <DType kDType, int kHeadDim>
+Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
+  using Element = typename common::ElementOf<kDType>::type;
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (args.seq.batch == 0 || args.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  // D 256 has no deterministic kernel (bwd_kernel_traits.h); api_sm90.cpp refuses it first, so that
+  // auto runs cuda_sm80's. Nothing is written before this.
+  if (BwdTraits<kHeadDim, Element>::kWide && args.deterministic)
+    return Status::Unsupported(std::string("impl ") + kImplName + ": the deterministic backward at head_dim > 128");
+  // Softcap and ALiBi have kernels of their own (flash_bwd_kernel.h, kGeneral), on 64-row query
+  // blocks at every head dim (bwd_kernel_traits.h, bwd_block_m), and so has the deterministic mode
+  // (kDeterministic: ordered dQ reductions, kPartial dK / dV).
+  if (common::ScoreVariant<64, 128>::general(args.score))
+    return run_bwd_with<BwdTraits<kHeadDim, Element, 64>, true>(args, stream);
+  return run_bwd_with<BwdTraits<kHeadDim, Element>, false>(args, stream);
 }
 
 }  // namespace sm90

@@ -353,7 +353,7 @@ struct FlashBwdKernel {
         CUTE_NO_UNROLL
         for (int m_block = range.m_min; m_block < range.m_max; ++m_block) {
           const int ds_stage = Traits::kDsStages == 1 ? 0 : (m_block - range.m_min) % Traits::kDsStages;
-          Tensor acc_s = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});  // ((2, 2, 8), 1, 1)
+          Tensor acc_s = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});  // ((2, 2, BLK_M/8), 1, 1)
           Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
           pipeline.consumer_wait(state);
           const int stage = state.index();
@@ -384,8 +384,8 @@ struct FlashBwdKernel {
           // dQ once dV retired: with Pᵀ, dSᵀ (registers of the RS products) and dQ's accumulator
           // live together, ptxas spills (D 128).
           warpgroup_wait<1>();
-          Tensor acc_dq =
-              partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, COLS/8), 1, 1)
+          Tensor acc_dq = partition_fragment_C(mma_dq, Shape<Int<kBlockM>, Int<Traits::kDqCols>>{});
+          // ((2, 2, COLS/8), BLK_M/64, 1)
           mainloop.issue_dq(ds_stage, acc_dq);
           warpgroup_wait<1>();  // dK retired
           // This thread has read its rows' LSE and D of the stage (they fed Pᵀ and dSᵀ) and its

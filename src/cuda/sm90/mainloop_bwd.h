@@ -52,12 +52,11 @@ struct MainloopBwd {
     typename Traits::TmaKV tma_k, tma_v;
     ShapeQKV shape_q, shape_k;
     int kv_group;
-    const float* row_stats;  // common::BwdRowArgs::row_stats (64-row tiles of LSE · log2(e), D)
+    const float* row_stats;  // common::BwdRowArgs::row_stats (kBlockM-row tiles of LSE · log2(e), D)
     int seqlen_q, heads_q;
   };
-  static constexpr int kStatsFloats = 2 * common::kRowStatsBlock;
+  static constexpr int kStatsFloats = 2 * kBlockM;  // a row_stats tile: one query block's LSE, D
   static constexpr uint32_t kStatsBytes = kStatsFloats * sizeof(float);  // one bulk copy per stage
-  static_assert(common::kRowStatsBlock == kBlockM, "a row_stats tile is one query block");
   static constexpr int kDqBufferFloats = kBlockM * Traits::kDqCols;  // one dq_accum slab
 
   struct Empty {};
@@ -172,8 +171,9 @@ struct MainloopBwd {
       uint64_t* full = pipeline.producer_get_barrier(state);
       copy(p.tma_q.with(*full, 0), tQg(_, m), tQs(_, state.index()));
       copy(p.tma_do.with(*full, 0), tdOg(_, m), tdOs(_, state.index()));
-      SM90_BULK_COPY_G2S::copy(p.row_stats + common::row_stats_tile_offset(t.batch, m, t.head, p.seqlen_q, p.heads_q),
-                               full, smem.stats.data() + state.index() * kStatsFloats, kStatsBytes);
+      SM90_BULK_COPY_G2S::copy(
+          p.row_stats + common::row_stats_tile_offset(t.batch, m, t.head, p.seqlen_q, p.heads_q, kBlockM), full,
+          smem.stats.data() + state.index() * kStatsFloats, kStatsBytes);
       ++state;
     }
     pipeline.producer_tail(state);  // do not retire while a consumer may still arrive
