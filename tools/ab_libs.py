@@ -8,7 +8,7 @@ clock and thermal drift hit both alike). Own milliseconds only: no peer is neede
 build with itself.
 
   python3 tools/ab_libs.py --flashlab build-carry/bin/flashlab --lib-a /tmp/libA --lib-b build-carry/lib \\
-      [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
+      [--impl cuda_sm90] [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
 
 Grid as benchmarks/sdpa_grid.py (bf16, batch = 16384/seqlen, heads = 2048/hdim, causal and not,
 forward and backward). Prints a line per point as it goes, then a markdown table: the median of
@@ -23,8 +23,8 @@ import sys
 import time
 
 
-def run(binary, lib, b, s, h, d, causal, iters):
-    cmd = [binary, "bench", "--json", "--quiet", "--no-check", "--no-sgemm", "--impl", "cuda_sm80", "--batch", str(b),
+def run(binary, lib, b, s, h, d, causal, iters, impl="cuda_sm80"):
+    cmd = [binary, "bench", "--json", "--quiet", "--no-check", "--no-sgemm", "--impl", impl, "--batch", str(b),
            "--seqlen", str(s), "--heads", str(h), "--head-dim", str(d), "--dtype", "bf16", "--iters", str(iters),
            "--backward"] + (["--causal"] if causal else [])
     env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--impl", default="cuda_sm80", help="the implementation both builds run (e.g. cuda_sm90)")
     ap.add_argument("--first", type=int, default=1, help="start at this point (1-based): resume a cut-off run")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
@@ -61,7 +62,7 @@ def main():
         ms = {"A": {}, "B": {}}
         for _ in range(args.reps):
             for name, lib in (("A", args.lib_a), ("B", args.lib_b)):
-                for p, v in run(args.flashlab, lib, b, s, h, d, causal, args.iters).items():
+                for p, v in run(args.flashlab, lib, b, s, h, d, causal, args.iters, args.impl).items():
                     ms[name].setdefault(p, []).append(v)
         for p in ("forward", "backward"):
             a, bb = statistics.median(ms["A"][p]), statistics.median(ms["B"][p])

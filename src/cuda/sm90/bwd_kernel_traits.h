@@ -92,6 +92,11 @@ struct BwdTraits {
   static constexpr int kConsumerRegs = 240;
   static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= kEntryRegs * (1 + kMmaWarpGroups),
                 "setmaxnreg would ask for more registers than the launch allocated (a hang)");
+  // dSᵀ (and D 256's Pᵀ) to shared memory by stmatrix rather than 4-byte stores. Same-call A/B on
+  // the H100 (tools/ab_libs.py, docs/perf.md session 13): D 64 3-11 % faster, D 256 2-2.5 %, D 128
+  // 4 % slower at 16k non-causal (twice) and neutral elsewhere, so D 128 keeps the 4-byte stores;
+  // D 96 was not measured and keeps them too.
+  static constexpr bool kStsmDs = kHeadDim <= 64 || kWide;
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
   static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup

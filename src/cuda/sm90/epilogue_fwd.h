@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cute/tensor.hpp>
 
@@ -75,7 +76,11 @@ struct EpilogueFwd {
     // warpgroup's reads of the previous tile's rows are over before they are overwritten.
     if constexpr (Traits::kSeparateO) named_barrier_sync(kWarpGroupThreads, offset(FwdBarrier::kEpilogueWG1, warp_group));
     Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutO{});  // (BLK_M, HDIM)
-    auto copy_r2s = make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma);
+    // stmatrix: four 8 x 8 16-bit matrices a warp, 16 bytes a thread (4-byte stores: 4x the
+    // instructions and 2-way bank conflicts; docs/perf.md, session 13). Not at hdim 256, where
+    // it spilled 8 bytes (ptxas): 4-byte stores there.
+    using R2S = std::conditional_t<(kHeadDim < 256), SM90_U32x4_STSM_N, AutoVectorizingCopyWithAssumedAlignment<32>>;
+    auto copy_r2s = make_tiled_copy_C(Copy_Atom<R2S, Element>{}, mma);
     auto thr_r2s = copy_r2s.get_thread_slice(mma_tid);
     copy(copy_r2s, thr_r2s.retile_S(rO), thr_r2s.partition_D(sO));
     // The 16-byte segments read below mix values written by the warpgroup's four warps.

@@ -51,6 +51,8 @@
 //   - GQA dK, dV: kPartial (plain stores into the query head's slice, summed in head order).
 #pragma once
 
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 
 #include <cutlass/arch/reg_reconfig.h>
@@ -329,8 +331,10 @@ struct FlashBwdKernel {
       Tensor cStw = local_tile(cSt, Shape<Int<kKeys>, Int<kQueries>>{},
                                make_coord(key_tile, query_tile));  // (64, QUERIES) -> (key, query)
       Tensor tStS = rowcol_view(mma_sdp.get_thread_slice(wtid).partition_C(cStw));  // (2 keys, 16 or 8 queries)
-      auto copy_r2s =
-          make_tiled_copy_C(Copy_Atom<AutoVectorizingCopyWithAssumedAlignment<32>, Element>{}, mma_sdp);
+      // Traits::kStsmDs: stmatrix (four 8 x 8 16-bit matrices a warp, 16 bytes a thread), a
+      // quarter of the 4-byte stores on the path between the dV and dK issues; else 4-byte stores.
+      using R2S = std::conditional_t<Traits::kStsmDs, SM90_U32x4_STSM_N, AutoVectorizingCopyWithAssumedAlignment<32>>;
+      auto copy_r2s = make_tiled_copy_C(Copy_Atom<R2S, Element>{}, mma_sdp);
       auto thr_r2s = copy_r2s.get_thread_slice(wtid);
       // The warpgroup's part of dSᵀ (or Pᵀ at D 256) in a (BLK_N, BLK_M, DS_STAGES) buffer.
       auto part_of = [&](Element* buffer) {
