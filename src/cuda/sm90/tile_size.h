@@ -21,8 +21,9 @@
 // forward"): 16k non-causal 451 / 588 / 662 TFLOP/s at hdim 64 / 128 / 256 with 128 x 128 at 64.
 // hdim 64, 192 x 128 against 128 x 128 (H100, 2026-11-24, python -m flashlab.bench, one process):
 // 16k 531 vs 456 (causal 489 vs 457), 2k 415 vs 407 (340 vs 319), 512 270 vs 275 (144 vs 145).
-// Not tried yet: FlashAttention-3's 128 x 176 (hdim 128, non-causal): ptxas does not inline the
-// variant's mask code at that width (C7510) and spills.
+// Not kept: FlashAttention-3's 128 x 176 (hdim 128, non-causal): ptxas does not inline the
+// variant's mask code at that width (C7510) and spills. 128 x 160 (session 13): the consumer's
+// loop was not inlined either (C7510 at the call), and __forceinline__ on it spilled 76 bytes.
 #pragma once
 
 namespace flashlab {
