@@ -208,7 +208,7 @@ CUTE_DEVICE void store_dkv(Acc const& acc_dk, Acc const& acc_dv, const common::B
   write_pairs<Mma, kD>(acc_dv, 1.0f, g.dv_accum + off + c0, row_stride, rows, cols, wtid, add);
 }
 
-// dQ = scale · dq_accum -> the dtype output. Grid (query blocks of 64, heads_q, batch), one
+// dQ = scale · dq_accum -> the dtype output. Grid (query blocks of kBlockM, heads_q, batch), one
 // warpgroup per tile: thread t reads back, slab by slab, exactly the values store_dq_smem's thread t
 // stored (whole 512-byte lines per warp), converts them into a row-major slab in shared memory,
 // and the warpgroup then writes whole 16-byte row chunks (straight from the fragment, a warp's

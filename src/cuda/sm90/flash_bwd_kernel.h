@@ -40,7 +40,7 @@
 //     (head, sequence), which have *lower* block indices: launched before it, so resident or done
 //     (the same in-order-launch assumption FlashAttention-3 makes), and they wait only for lower
 //     indices still: no cycle, no deadlock. Descending rather than ascending for the causal mask:
-//     key block n first sees query block ≈ 2n (64-row blocks, 128 keys), so the high key blocks
+//     key block n first sees query block ≈ 2n (64-row blocks; ≈ n with 128), so the high key blocks
 //     (short CTAs) start at late m, where they are the first adders; each CTA then finds its turn
 //     already reached and does not wait (FA3: reversed rank and shortest-first). Ascending, every
 //     CTA would trail its lower neighbour block by block (half again the critical path).
