@@ -124,9 +124,16 @@ template <typename T, int kD>
 Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cudaStream_t stream) {
   if (kernel == DecodeKernel::kTile) {
     const int tile_smem = static_cast<int>(sizeof(decode::TileSmem<kD>));
-    FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD>>(
-        tile_smem, "cuda_sm80", "decode tile kernel", kD)));
-    decode::decode_tile_kernel<T, kD><<<grid, decode::tile_shape(kD).warps * 32, tile_smem, stream>>>(dp);
+    const int threads = decode::tile_shape(kD).warps * 32;
+    if (dp.block_table != nullptr) {
+      FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, true>>(
+          tile_smem, "cuda_sm80", "decode tile kernel", kD)));
+      decode::decode_tile_kernel<T, kD, true><<<grid, threads, tile_smem, stream>>>(dp);
+    } else {
+      FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, false>>(
+          tile_smem, "cuda_sm80", "decode tile kernel", kD)));
+      decode::decode_tile_kernel<T, kD, false><<<grid, threads, tile_smem, stream>>>(dp);
+    }
   } else {
     decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
   }
@@ -215,8 +222,10 @@ Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
     return Status::Unsupported(std::string(kName) +
                                " needs 16-byte aligned q, out, k_cache, v_cache and strides that are multiples of 8 "
                                "elements");
-  if (p.batch * p.heads_kv > 2147483647LL || row_chunks(p, DecodeKernel::kV5) > 65535)
-    return Status::Unsupported(std::string(kName) + ": batch x heads_kv or seqlen_q x group too large for its grid");
+  // The grid is one dimension (decode_kernel.cuh, cta_work); with splits, run() checks again. v5's
+  // row chunks (4 rows) outnumber the tile kernel's (16).
+  if (p.batch * p.heads_kv * row_chunks(p, DecodeKernel::kV5) > INT32_MAX)
+    return Status::Unsupported(std::string(kName) + ": batch x heads_kv x seqlen_q x group too large for its grid");
   return Status::Ok();
 }
 
@@ -240,6 +249,10 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
     return Status::Unsupported(std::string(kName) + " needs compute capability 8.0 or newer");
   const DecodeKernel kernel = effective_kernel(p, *facts);
   const int splits = num_splits(p, facts->sm_count, kernel);
+  const int64_t ctas = int64_t(splits) * p.batch * p.heads_kv * row_chunks(p, kernel);
+  if (ctas > INT32_MAX)
+    return Status::Unsupported(std::string(kName) + ": " + std::to_string(splits) +
+                               " splits x batch x heads_kv x query-row chunks exceed its grid (2^31 - 1 CTAs)");
   const int64_t need = workspace_bytes(p, splits);
   if (need > 0 && (p.workspace == nullptr || p.workspace_bytes < need))
     return Status::Invalid("workspace_bytes (" + std::to_string(p.workspace_bytes) + ") is too small for " + kName +
@@ -275,6 +288,10 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.block_table = p.block_table;
   dp.block_table_stride = p.block_table_batch_stride ? p.block_table_batch_stride : p.max_pages;
   dp.page_size = p.block_table != nullptr ? static_cast<int>(p.page_size) : 1;
+  // Every slot a kernel reads is < cache_seqlens + seqlen_new <= capacity + seqlen_new (the append's
+  // rule, append_kernel.cuh): below 2^31 the page division is FastDiv's multiply-high.
+  dp.page_fast = p.block_table != nullptr && capacity(p) + p.seqlen_new <= INT32_MAX;
+  dp.page_div = common::FastDiv(dp.page_fast ? dp.page_size : 1);
   dp.cache_batch_idx = p.cache_batch_idx;
   dp.cache_seqlens = p.cache_seqlens;
   dp.cache_leftpad = p.cache_leftpad;
@@ -304,8 +321,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
     dp.lse_partial = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + round256(rows * p.head_dim * 4));
   }
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
-  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.batch * p.heads_kv),
-                  static_cast<unsigned>(row_chunks(p, kernel)));
+  const dim3 grid(static_cast<unsigned>(ctas));  // cta_work (decode_kernel.cuh) unflattens it
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
   return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, stream)
                                      : launch_dtype<__half>(dp, grid, kernel, stream);

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/fast_div.h"
 #include "flashlab/mask.h"
 
 namespace flashlab {
@@ -38,7 +39,7 @@ constexpr int kRows = 4;  // query rows per CTA (more rows: more CTAs over the s
 // The loop's shape (measured on the H100, 2026-11-24: docs/perf.md, "Decode"). kKeys keys per
 // group per iteration, and the next iteration's K and V loads are issued before this iteration's
 // arithmetic (registers double-buffered), so loads stay in flight; kMinBlocks CTAs per SM asked of
-// ptxas (registers capped at 65536 / (128 · 4) = 128; sm_90a: 128 registers, 40 bytes spilled);
+// ptxas (registers capped at 65536 / (128 · 4) = 128; sm_90a: 128 registers, bf16 16 bytes spilled);
 // q lives in shared memory (fp32, read per key: 32 registers fewer, the two groups of a warp read
 // the same addresses).
 constexpr int kKeys = 2;
@@ -62,6 +63,10 @@ struct DecodeParams {
   const int32_t* block_table = nullptr;  // null: contiguous
   int64_t block_table_stride = 0;
   int page_size = 1;
+  // slot / page_size as a multiply-high (set on the host) where every slot fits an int; page_fast
+  // false: the 64-bit division
+  common::FastDiv page_div;
+  bool page_fast = false;
   const int32_t* cache_batch_idx = nullptr;
   const int32_t* cache_seqlens = nullptr;  // before the (fused) append: L = cache_seqlens + seqlen_new - leftpad
   const int32_t* cache_leftpad = nullptr;
@@ -123,8 +128,15 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
 __device__ __forceinline__ void slot_place(const DecodeParams& p, int b, int64_t slot, int64_t* block,
                                            int64_t* within) {
   if (p.block_table != nullptr) {
-    *block = p.block_table[b * p.block_table_stride + slot / p.page_size];
-    *within = slot % p.page_size;
+    if (p.page_fast) {
+      int w;
+      const int page = p.page_div.divmod(static_cast<int>(slot), &w);
+      *block = p.block_table[b * p.block_table_stride + page];
+      *within = w;
+    } else {
+      *block = p.block_table[b * p.block_table_stride + slot / p.page_size];
+      *within = slot % p.page_size;
+    }
   } else {
     *block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
     *within = slot;
@@ -137,6 +149,28 @@ __device__ __forceinline__ int64_t slot_offset(const DecodeParams& p, int b, int
   int64_t block, within;
   slot_place(p, b, slot, &block, &within);
   return block * bs + within * rs + int64_t(h) * hs;
+}
+
+// A CTA's work from its flat index: blockIdx.x = ((split · batch + b) · heads_kv + hk) · chunks +
+// chunk, chunk = the CTA's rows_per_cta query rows. The row chunks of one (sequence, kv head) are
+// neighbours in launch order, so they run at the same time and read each K/V tile once from DRAM
+// and then from L2 (seqlen_q · group > rows_per_cta: speculative steps, large GQA groups); then the
+// kv heads of a sequence (neighbouring cache bytes); splits vary slowest. One dimension: up to
+// 2^31 - 1 CTAs (decode.cu checks), where gridDim.y / z would stop at 65535.
+struct CtaWork {
+  int split, b, hk, row0;
+};
+__device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int rows_per_cta) {
+  const int chunks = (p.rows + rows_per_cta - 1) / rows_per_cta;
+  int x = static_cast<int>(blockIdx.x);
+  CtaWork w;
+  w.row0 = (x % chunks) * rows_per_cta;
+  x /= chunks;
+  w.hk = x % p.heads_kv;
+  x /= p.heads_kv;
+  w.b = x % p.batch;
+  w.split = x / p.batch;
+  return w;
 }
 
 // The keys of sequence b (L of them, the first at cache slot lp) and this split's part [n0, n1).
@@ -273,10 +307,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   constexpr int kChunks = kD / 8;
   constexpr int kGroups = kThreads / kChunks;
   static_assert(kChunks <= 32 && 32 % kChunks == 0, "a group of lanes lies within one warp");
-  const int split = blockIdx.x;
-  const int b = blockIdx.y / p.heads_kv;
-  const int hk = blockIdx.y % p.heads_kv;
-  const int row0 = blockIdx.z * kRows;
+  const CtaWork w = cta_work(p, kRows);
+  const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
   const int tid = threadIdx.x;
   const int c = tid % kChunks;  // this lane's 16-byte chunk of a row
   const int g = tid / kChunks;  // this lane's group

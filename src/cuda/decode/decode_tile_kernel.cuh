@@ -9,10 +9,12 @@
 // (hdim 128: 2 x 32 KiB per CTA, 2 CTAs per SM), and the copies need no registers. Measured (H100,
 // 2026-11-24, B 32, GQA 32/8, hdim 128, bf16, L 1k..64k): 1.9-3.0 TB/s against v5's 1.0-1.1.
 //
-// One CTA = (split, sequence b, kv head, chunk of kTileRows = 16 query rows): the rows are the
-// (query position, query head of the group) pairs as in v5, padded with zero rows to the 16 rows of
-// mma.m16n8k16, so GQA's query heads share every K/V byte. Per tile of kBlockN keys (K and V, each
-// (kBlockN, kD) in the dtype, rows swizzled in shared memory):
+// One CTA = (split, sequence b, kv head, chunk of kTileRows = 16 query rows; cta_work() in
+// decode_kernel.cuh: the chunks of one (b, kv head) are neighbours in launch order, so their K/V
+// reads after the first come from L2): the rows are the (query position, query head of the group)
+// pairs as in v5, padded with zero rows to the 16 rows of mma.m16n8k16, so GQA's query heads share
+// every K/V byte. Per tile of kBlockN keys (K and V, each (kBlockN, kD) in the dtype, rows swizzled
+// in shared memory):
 //   warp w takes keys 16w .. 16w + 15 of the tile (hdim 256: warps 2k, 2k+1 take keys 16k.., each
 //   for half of O's columns):
 //   S = Q·Kᵀ       (16 rows x 16 keys: D/16 k-steps x 2 mma; Q and K through ldmatrix)
@@ -21,6 +23,17 @@
 // Each warp keeps its own (m, l, O) over its keys, like v5's groups; at the end the warps are merged
 // through shared memory (merge_and_store, shared with v5) and written as O / LSE or the split's
 // partials, which combine_kernel.cuh merges.
+//
+// Instructions per tile (the kernel streams at DRAM speed only while its warps issue the next copies
+// in time; ncu, H100, B 32 GQA 32/8 L 64k: 908 M instructions before these, 331 M after, and the
+// kernel 2.85 -> 2.76 ms; docs/perf.md, "Decode: the tile kernel's instructions"):
+//   - contiguous caches (kPaged false) copy from a per-thread pointer moved on by the row stride:
+//     no per-key index math; paged caches read the page table one tile ahead (fetch_pages), with
+//     the page division a multiply-high (FastDiv), so a copy never waits on its table read;
+//   - Q's A fragments stay in registers (hdim <= 128);
+//   - a tile every real row sees in full, without softcap or ALiBi ("interior"), skips the per-key
+//     mask and score chain;
+//   - O's rescale is skipped by a warp when no row's maximum moved.
 //
 // Masking and NaN: keys past the union of the rows' visible keys (the tile's tail) are zero-filled by
 // cp.async (src-size 0: nothing is read), and so are the columns past head_dim of an off-bucket head
@@ -43,18 +56,19 @@ namespace decode {
 constexpr int kTileRows = 16;  // query rows per CTA: the M of mma.m16n8k16 (v5: kRows = 4)
 
 // The tile kernel's shape per head-dim bucket. Chosen from Little's law, not from an A/B of shapes
-// (hdim 128 reaches 3.0 TB/s at L 64k on an H100, 2026-11-24; 64 and 256 are verified, not timed).
+// (hdim 128 reaches 3.1 TB/s at L 64k on an H100, 2026-11-24; 64 and 256 are verified, not timed).
 // At ~3 TB/s over 132 SMs and ~1 µs of DRAM
 // latency an SM needs ~23 KiB in flight; each CTA here keeps (stages - 1) tiles of K + V in flight.
 //   warps:      each warp takes 16 keys of a tile (one k-step of P·V) and col_split warps take the
 //               same 16 keys, each for 1 / col_split of O's columns (S is computed by each of them):
 //               block_n = 16 · warps / col_split.
 //   d <= 64:    4 warps, 64 keys, 4 stages: 16 KiB a stage, 66 KiB of shared memory, 3 CTAs per SM
-//               (48 KiB in flight per CTA). ptxas sm_90a: 122 registers, no spill.
+//               (48 KiB in flight per CTA). ptxas sm_90a: 137 registers (paged 141), no spill.
 //   d <= 128:   4 warps, 64 keys, 3 stages: 32 KiB a stage, 100 KiB, 2 CTAs per SM (64 KiB in flight
-//               per CTA). A 4th stage would leave 1 CTA per SM. ptxas: 162 registers, no spill.
+//               per CTA). A 4th stage would leave 1 CTA per SM. ptxas: 207 registers (paged 213), no
+//               spill.
 //   d <= 256:   4 warps in 2 column halves, 32 keys, 3 stages: 32 KiB a stage, 104 KiB, 2 CTAs per
-//               SM; ptxas: 179 registers, no spill. Without the column split a warp holds O as
+//               SM; ptxas: 209 registers (paged 214), no spill. Without the column split a warp holds O as
 //               16 x 256 fp32 (128 registers a thread): ptxas capped at 255 registers and spilled
 //               (2 warps, 32 keys: 24 bytes).
 // min_blocks is what ptxas is asked for (__launch_bounds__): the CTAs per SM that shared memory
@@ -112,7 +126,9 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-template <typename T, int kD>
+// kPaged: the cache is paged (p.block_table); false: contiguous rows, one per slot, so a thread's
+// copy addresses are a base pointer plus multiples of the row stride (no per-key index math).
+template <typename T, int kD, bool kPaged>
 __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
     decode_tile_kernel(const __grid_constant__ DecodeParams p) {
   constexpr TileShape kShape = tile_shape(kD);
@@ -122,6 +138,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   constexpr int kThreadsCta = kWarps * 32;
   constexpr int kChunks = kD / 8;                      // 16-byte chunks of a row
   constexpr int kRowsPerPass = kThreadsCta / kChunks;  // tile rows one pass of the CTA copies
+  constexpr int kPasses = kBlockN / kRowsPerPass;      // copies of K (and of V) per thread per tile
+  // Q's A fragments stay in registers for the whole loop (8 k-steps x 4 at hdim 128); at hdim 256
+  // (16 k-steps, 64 registers) they are read from shared memory per tile.
+  constexpr bool kQInRegs = kD <= 128;
   static_assert(kBlockN == 16 * kKeyWarps, "each warp takes 16 keys of a tile: one k-step of P·V");
   static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
   static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
@@ -129,10 +149,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   extern __shared__ __align__(128) unsigned char smem_raw[];
   TileSmem<kD>& sm = *reinterpret_cast<TileSmem<kD>*>(smem_raw);
 
-  const int split = blockIdx.x;
-  const int b = blockIdx.y / p.heads_kv;
-  const int hk = blockIdx.y % p.heads_kv;
-  const int row0 = blockIdx.z * kTileRows;
+  const CtaWork w = cta_work(p, kTileRows);
+  const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;  // the MMA fragment coordinates (see the wrappers)
 
@@ -140,58 +158,102 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   split_keys(p, b, split, &lp, &L, &n0, &n1);
   const RowMask mask = sequence_mask(p, L);
 
-  // Q -> shared memory, zero past the rows and past head_dim (padding rows score 0 and are masked).
-  for (int e = tid; e < kTileRows * kChunks; e += kThreadsCta) {
-    const int r = e / kChunks, c = e % kChunks, rr = row0 + r;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (rr < p.rows && c * 8 < p.head_dim) {
-      const int i = rr / p.group, hq = hk * p.group + rr % p.group;
-      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + b * p.q_batch_stride +
-                                          int64_t(i) * p.q_row_stride + int64_t(hq) * p.q_head_stride +
-                                          c * 8);
-    }
-    *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(r, c)]) = v;
-  }
-  // The keys the CTA streams: the union of its rows' visible keys in this split.
+  // The keys the CTA streams: the union of its rows' visible keys in this split; and the keys every
+  // real row sees ([all_lo, all_hi], empty when some real row sees none here): a tile inside it needs
+  // no mask (below).
   int64_t k_begin = n1, k_end = n0;
+  int all_lo = 0, all_hi = 0x7fffffff;
   for (int r = 0; r < kTileRows; ++r) {
     const RowKeys rk = row_keys(p, mask, b, hk, row0 + r, n0, n1);
     if (rk.lo <= rk.hi) {
       if (rk.lo < k_begin) k_begin = rk.lo;
       if (rk.hi + 1 > k_end) k_end = rk.hi + 1;
     }
+    if (row0 + r < p.rows) {
+      all_lo = max(all_lo, rk.lo);
+      all_hi = min(all_hi, rk.hi);
+    }
   }
+  // Scores without softcap or ALiBi are dot · scale: inside [all_lo, all_hi] a tile takes them
+  // without the per-key mask and score chain. Its padding rows (zero queries) then score 0 instead
+  // of -inf; they are never stored (merge_and_store writes rows < p.rows only).
+  const bool plain = p.softcap == 0.0f && p.alibi_slopes == nullptr;
   // This thread's two rows of every C fragment: g and g + 8.
   const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + g, n0, n1),
                            row_keys(p, mask, b, hk, row0 + g + 8, n0, n1)};
   const int n_tiles = k_begin < k_end ? static_cast<int>((k_end - k_begin + kBlockN - 1) / kBlockN) : 0;
 
   // Tile `tile` (keys k_begin + tile · kBlockN ...) -> stage tile % kStages. A thread copies chunk
-  // tid % kChunks of rows tid / kChunks + kRowsPerPass · it: a warp's copies are whole rows. The row
-  // address is computed per key (a page may hold one slot).
+  // c = tid % kChunks of rows r0 + kRowsPerPass · it (r0 = tid / kChunks): a warp's copies are whole
+  // rows. Contiguous: row j of the tile is cache row lp + k_begin + j of the sequence, so the
+  // source is a base pointer plus multiples of the row stride. Paged: the row address is computed
+  // per key (a page may hold one slot).
   const T* kg = static_cast<const T*>(p.k);
   const T* vg = static_cast<const T*>(p.v);
+  const int c = tid % kChunks, r0 = tid / kChunks;
+  const bool chunk_in = c * 8 < p.head_dim;
+  // Contiguous: this thread's sources for the next tile to load (pass 0) and a pass's step. Both:
+  // the rows of that tile the cache holds, counted from this thread's first row (< 2^31, as
+  // k_end - k_begin is).
+  const T *k_next = kg, *v_next = vg;
+  int64_t k_pass = 0, v_pass = 0;
+  int rows_next = static_cast<int>(k_end - k_begin) - r0;
+  if constexpr (!kPaged) {
+    const int64_t block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+    const int64_t row = lp + k_begin + r0;
+    k_next = kg + block * p.k_batch_stride + row * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
+    v_next = vg + block * p.v_batch_stride + row * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
+    k_pass = kRowsPerPass * p.k_row_stride;
+    v_pass = kRowsPerPass * p.v_row_stride;
+  }
+  // Paged: the (page, slot within it) of this thread's rows of the next tile to load, read from
+  // the page table one tile ahead, so a copy never waits on its table read.
+  int page_next[kPaged ? kPasses : 1], within_next[kPaged ? kPasses : 1];
+  auto fetch_pages = [&](int tile, int rows_in) __attribute__((always_inline)) {
+#pragma unroll
+    for (int it = 0; it < (kPaged ? kPasses : 0); ++it) {
+      int64_t block = 0, within = 0;
+      if (it * kRowsPerPass < rows_in)
+        slot_place(p, b, lp + k_begin + int64_t(tile) * kBlockN + r0 + it * kRowsPerPass, &block, &within);
+      page_next[it] = static_cast<int>(block);  // an int32 page-table entry
+      within_next[it] = static_cast<int>(within);  // < page_size (an int)
+    }
+  };
+  if constexpr (kPaged) fetch_pages(0, rows_next);
+  // Tiles are loaded in order (0, 1, 2, ...): each call moves the sources on by a tile.
   auto load_tile = [&](int tile) __attribute__((always_inline)) {
     const int stage = tile % kStages;
-    const int64_t j0 = k_begin + int64_t(tile) * kBlockN;
-    const int c = tid % kChunks;
-    const bool chunk_in = c * 8 < p.head_dim;
-#pragma unroll 4
-    for (int it = 0; it < kBlockN / kRowsPerPass; ++it) {
-      const int r = tid / kChunks + it * kRowsPerPass;
-      const int64_t j = j0 + r;
-      const bool fill = chunk_in && j < k_end;
+    const T* kp = k_next;
+    const T* vp = v_next;
+#pragma unroll
+    for (int it = 0; it < kPasses; ++it) {
+      const int r = r0 + it * kRowsPerPass;
+      const bool fill = chunk_in && it * kRowsPerPass < rows_next;
       const T* ks = kg;  // src-size 0 reads nothing; the address is still a valid one
       const T* vs = vg;
       if (fill) {
-        int64_t block, within;
-        slot_place(p, b, lp + j, &block, &within);
-        ks = kg + block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
-        vs = vg + block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
+        if constexpr (kPaged) {
+          const int64_t block = page_next[it], within = within_next[it];
+          ks = kg + block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
+          vs = vg + block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
+        } else {
+          ks = kp;
+          vs = vp;
+        }
       }
-      cp_async_16(&sm.kv.k[stage][swizzle<kD>(r, c)], ks, fill);
-      cp_async_16(&sm.kv.v[stage][swizzle<kD>(r, c)], vs, fill);
+      if constexpr (!kPaged) {
+        kp += k_pass;
+        vp += v_pass;
+      }
+      // r % 8 == r0 % 8 when a pass is a multiple of 8 rows: the swizzle is a constant offset
+      const int dst = kRowsPerPass % 8 == 0 ? swizzle<kD>(r0, c) + it * kRowsPerPass * kD : swizzle<kD>(r, c);
+      cp_async_16(&sm.kv.k[stage][dst], ks, fill);
+      cp_async_16(&sm.kv.v[stage][dst], vs, fill);
     }
+    k_next = kp;
+    v_next = vp;
+    rows_next -= kBlockN;
+    if constexpr (kPaged) fetch_pages(tile + 1, rows_next);
   };
 
   // This warp's online softmax over its keys: m, l per row (l summed over the quad at the end);
@@ -209,6 +271,29 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < n_tiles) load_tile(s);
     cp_async_commit();
+  }
+  // Q -> shared memory (after the first tiles' copies are issued: its latency hides behind theirs),
+  // zero past the rows and past head_dim (padding rows score 0 and are masked).
+  for (int e = tid; e < kTileRows * kChunks; e += kThreadsCta) {
+    const int qr = e / kChunks, qc = e % kChunks, rr = row0 + qr;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (rr < p.rows && qc * 8 < p.head_dim) {
+      const int i = rr / p.group, hq = hk * p.group + rr % p.group;
+      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + b * p.q_batch_stride +
+                                          int64_t(i) * p.q_row_stride + int64_t(hq) * p.q_head_stride +
+                                          qc * 8);
+    }
+    *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(qr, qc)]) = v;
+  }
+  // Q's fragments: matrices (rows 0-7 | 8-15) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
+  auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
+    ldmatrix_x4(a, &sm.q[swizzle<kD>((lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
+  };
+  uint32_t qa[kQInRegs ? kChunks / 2 : 1][4];
+  if constexpr (kQInRegs) {
+    __syncthreads();  // Q's stores above
+#pragma unroll
+    for (int kk = 0; kk < kChunks / 2; ++kk) load_q(qa[kk], kk);
   }
   const int key0 = (warp / kColSplit) * 16;   // this warp's keys in a tile
   const int col0 = (warp % kColSplit) * kDw;  // and its first O column
@@ -230,9 +315,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) {  // k-steps of 16 dims = 2 chunks
-      uint32_t a[4], bk[4];
-      // Q: matrices (rows 0-7 | 8-15) x (chunk 2kk | 2kk+1) = a0..a3
-      ldmatrix_x4(a, &sm.q[swizzle<kD>((lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
+      uint32_t a_smem[4], bk[4];
+      if constexpr (!kQInRegs) load_q(a_smem, kk);
+      const uint32_t(&a)[4] = kQInRegs ? qa[kQInRegs ? kk : 0] : a_smem;
       // K: matrices (keys 0-7, chunk 2kk), (keys 0-7, 2kk+1), (keys 8-15, 2kk), (keys 8-15, 2kk+1)
       ldmatrix_x4(bk, &ks[swizzle<kD>(key0 + (lane % 8) + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)]);
       mma_16816<T>(s[0], a, bk[0], bk[1]);
@@ -241,7 +326,11 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 
     // Mask and modify (by selection: a key a row does not see never enters its softmax), then the
     // online softmax of the two rows. Element (n, e): row g + 8 · (e / 2), key jw + 8n + 2t + e % 2.
-    const int64_t jw = k_begin + int64_t(tile) * kBlockN + key0;
+    // A tile every real row sees in full, with plain scores, skips the mask (the same for the CTA).
+    const int64_t tile_j0 = k_begin + int64_t(tile) * kBlockN;
+    const bool interior = plain && tile_j0 >= all_lo && tile_j0 + kBlockN - 1 <= all_hi;
+    const int64_t jw = tile_j0 + key0;
+    float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const RowKeys& rk = rows[h];
@@ -250,29 +339,39 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       for (int n = 0; n < 2; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          const int64_t j = jw + 8 * n + 2 * t + (e & 1);
-          s[n][e] = (j >= rk.lo && j <= rk.hi)
-                        ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
-                        : -INFINITY;
+          if (interior) {
+            s[n][e] *= p.scale;
+          } else {
+            const int64_t j = jw + 8 * n + 2 * t + (e & 1);
+            s[n][e] = (j >= rk.lo && j <= rk.hi)
+                          ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
+                          : -INFINITY;
+          }
           mx = fmaxf(mx, s[n][e]);
         }
       mx = common::quad_max(mx);  // the row's 16 keys lie in the 4 lanes of a quad
-      const float alpha = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
-      const float base = mx == -INFINITY ? 0.0f : mx;  // nothing visible yet: every P is 0
+      alpha[h] = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
+      const float base = mx == -INFINITY ? 0.0f : mx * kLog2e;  // nothing visible yet: every P is 0
       m[h] = mx;
-      l[h] *= alpha;
-#pragma unroll
-      for (int n = 0; n < kDw / 8; ++n) {
-        o[n][2 * h] *= alpha;
-        o[n][2 * h + 1] *= alpha;
-      }
+      l[h] *= alpha[h];
 #pragma unroll
       for (int n = 0; n < 2; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          s[n][e] = common::fast_exp2((s[n][e] - base) * kLog2e);  // -inf -> +0
+          s[n][e] = common::fast_exp2(fmaf(s[n][e], kLog2e, -base));  // -inf -> +0
           l[h] += s[n][e];
         }
+    }
+    // O's rescale, skipped by the whole warp when no row's maximum moved (alpha 1: most tiles once
+    // the maxima settle).
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+      for (int n = 0; n < kDw / 8; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
     }
 
     // O += P·V: the two S fragments are the A operand of one 16-key k-step (FlashAttention-2's trick).
@@ -282,8 +381,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     for (int nn = 0; nn < kDw / 16; ++nn) {  // 16 dims = two 8-column C fragments
       uint32_t bv[4];
       // V transposed: matrices (keys 0-7 | 8-15) x (chunk 2nn | 2nn+1) = b0, b1 of n-tile 2nn, then 2nn+1
-      const int c = col0 / 8 + 2 * nn + lane / 16;
-      ldmatrix_x4_trans(bv, &vs[swizzle<kD>(key0 + (lane % 8) + 8 * ((lane / 8) % 2), c)]);
+      const int cv = col0 / 8 + 2 * nn + lane / 16;
+      ldmatrix_x4_trans(bv, &vs[swizzle<kD>(key0 + (lane % 8) + 8 * ((lane / 8) % 2), cv)]);
       mma_16816<T>(o[2 * nn], pa, bv[0], bv[1]);
       mma_16816<T>(o[2 * nn + 1], pa, bv[2], bv[3]);
     }
