@@ -42,13 +42,21 @@ constexpr const char* kName = "the CUDA KV-cache path";
 int64_t capacity(const KvCacheParams& p) {
   return p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
 }
-// Query rows per CTA: v5 4 (kRows), tile 16 (kTileRows, the MMA's M).
-int rows_per_cta(DecodeKernel kernel) {
-  return kernel == DecodeKernel::kTile ? decode::kTileRows : decode::kRows;
+// The tile kernel's warps split the CTA's rows (decode_tile_kernel.cuh, cta_rows: 64 rows per
+// CTA) when a kv head has more than 3 chunks of 16 query rows, at hdim <= 128. Measured (H100,
+// docs/perf.md, "Decode: row warps"): 64 rows (seqlen_q 8, GQA 64/8) 1.90 -> 2.07 TB/s with row
+// warps; 32 rows (seqlen_q 4; MQA 32/1) 2.77 -> 2.33 and 1.88 -> 1.57, so 2 chunks stay key warps
+// (half of a row-warp CTA would idle).
+bool tile_row_warps(const KvCacheParams& p) {
+  return p.head_dim <= 128 && p.seqlen_q * (p.heads_q / p.heads_kv) > 3 * decode::kTileRows;
+}
+// Query rows per CTA: v5 4 (kRows), tile 16 (kTileRows, the MMA's M) or 64 (row warps).
+int rows_per_cta(const KvCacheParams& p, DecodeKernel kernel) {
+  return kernel == DecodeKernel::kTile ? decode::cta_rows(tile_row_warps(p)) : decode::kRows;
 }
 int row_chunks(const KvCacheParams& p, DecodeKernel kernel) {
   const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
-  return static_cast<int>((rows + rows_per_cta(kernel) - 1) / rows_per_cta(kernel));
+  return static_cast<int>((rows + rows_per_cta(p, kernel) - 1) / rows_per_cta(p, kernel));
 }
 
 // CTAs of a kernel resident on one SM (what its __launch_bounds__ asks and shared memory allows).
@@ -106,10 +114,12 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
-int tile_smem_bytes(int64_t head_dim) {
-  if (head_dim <= 64) return static_cast<int>(sizeof(decode::TileSmem<64>));
-  if (head_dim <= 128) return static_cast<int>(sizeof(decode::TileSmem<128>));
-  return static_cast<int>(sizeof(decode::TileSmem<256>));
+int tile_smem_bytes(const KvCacheParams& p) {
+  const bool rw = tile_row_warps(p);
+  if (p.head_dim <= 64) return static_cast<int>(rw ? sizeof(decode::TileSmem<64, true>) : sizeof(decode::TileSmem<64, false>));
+  if (p.head_dim <= 128)
+    return static_cast<int>(rw ? sizeof(decode::TileSmem<128, true>) : sizeof(decode::TileSmem<128, false>));
+  return static_cast<int>(sizeof(decode::TileSmem<256, false>));
 }
 
 // The kernel a call runs: the chosen one, except that the tile kernel needs its shared memory
@@ -117,22 +127,32 @@ int tile_smem_bytes(int64_t head_dim) {
 // 100 / 104 KiB: those run v5).
 DecodeKernel effective_kernel(const KvCacheParams& p, const common::DeviceFacts& facts) {
   const DecodeKernel k = decode_kernel();
-  return k == DecodeKernel::kTile && tile_smem_bytes(p.head_dim) > facts.smem_optin ? DecodeKernel::kV5 : k;
+  return k == DecodeKernel::kTile && tile_smem_bytes(p) > facts.smem_optin ? DecodeKernel::kV5 : k;
+}
+
+// One instantiation of the tile kernel: paged or contiguous, key or row warps.
+template <typename T, int kD, bool kPaged, bool kRowWarps>
+Status launch_tile(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
+  const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowWarps>));
+  FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, kPaged, kRowWarps>>(
+      smem, "cuda_sm80", "decode tile kernel", kD)));
+  decode::decode_tile_kernel<T, kD, kPaged, kRowWarps><<<grid, decode::tile_shape(kD).warps * 32, smem, stream>>>(dp);
+  return Status::Ok();
 }
 
 template <typename T, int kD>
-Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cudaStream_t stream) {
+Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, bool row_warps, cudaStream_t stream) {
   if (kernel == DecodeKernel::kTile) {
-    const int tile_smem = static_cast<int>(sizeof(decode::TileSmem<kD>));
-    const int threads = decode::tile_shape(kD).warps * 32;
-    if (dp.block_table != nullptr) {
-      FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, true>>(
-          tile_smem, "cuda_sm80", "decode tile kernel", kD)));
-      decode::decode_tile_kernel<T, kD, true><<<grid, threads, tile_smem, stream>>>(dp);
-    } else {
-      FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, false>>(
-          tile_smem, "cuda_sm80", "decode tile kernel", kD)));
-      decode::decode_tile_kernel<T, kD, false><<<grid, threads, tile_smem, stream>>>(dp);
+    const bool paged = dp.block_table != nullptr;
+    if constexpr (kD <= 128) {
+      if (row_warps) {
+        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, true>(dp, grid, stream)
+                                        : launch_tile<T, kD, false, true>(dp, grid, stream)));
+      }
+    }
+    if (!row_warps) {
+      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, false>(dp, grid, stream)
+                                      : launch_tile<T, kD, false, false>(dp, grid, stream)));
     }
   } else {
     decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
@@ -168,10 +188,11 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cu
 }
 
 template <typename T>
-Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, cudaStream_t stream) {
-  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, stream);
-  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, stream);
-  return launch<T, 256>(dp, grid, kernel, stream);
+Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, bool row_warps,
+                    cudaStream_t stream) {
+  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, row_warps, stream);
+  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, row_warps, stream);
+  return launch<T, 256>(dp, grid, kernel, false, stream);
 }
 
 DecodeKernel kernel_from_env() {
@@ -323,8 +344,9 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(ctas));  // cta_work (decode_kernel.cuh) unflattens it
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, stream)
-                                     : launch_dtype<__half>(dp, grid, kernel, stream);
+  const bool row_warps = kernel == DecodeKernel::kTile && tile_row_warps(p);
+  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, row_warps, stream)
+                                     : launch_dtype<__half>(dp, grid, kernel, row_warps, stream);
 }
 
 }  // namespace detail

@@ -83,23 +83,39 @@ constexpr TileShape tile_shape(int d) {
                     : TileShape{4, 32, 3, 2, 2};
 }
 
+// The two ways a CTA's warps share a tile (kRowWarps, a template argument of the kernel):
+//   false ("key warps", up to 16 query rows per CTA): each warp takes 16 keys of every tile for the
+//         CTA's 16 rows; the warps' softmax states are merged at the end. One decode token with a
+//         GQA group <= 16 has at most 16 rows.
+//   true  ("row warps", hdim <= 128): each warp takes 16 of the CTA's 64 rows and every key of the
+//         tile (FlashAttention-2's split); no merge. decode.cu picks it for more than 48 rows per
+//         kv head (speculative steps with large GQA groups, MQA), where key warps would need 4 or
+//         more CTAs per kv head, each reading every tile (the 2nd.. from L2); a warp whose rows are
+//         all padding computes nothing.
+// The CTA's query rows and its key warps per mode:
+constexpr int cta_rows(bool row_warps) { return row_warps ? 16 * 4 : kTileRows; }
+constexpr int key_warps(int d, bool row_warps) {
+  return row_warps ? 1 : tile_shape(d).warps / tile_shape(d).col_split;
+}
+
 // Shared memory of the tile kernel. 16-bit elements as uint16_t (the union needs trivial types).
 // Rows are swizzled (swizzle()): an ldmatrix reads 8 rows of one 16-byte column chunk, which without
 // it would sit in the same banks (rows are 128 / 256 / 512 bytes).
-template <int kD>
+template <int kD, bool kRowWarps>
 struct TileSmem {
   static constexpr TileShape kShape = tile_shape(kD);
-  static constexpr int kKeyWarps = kShape.warps / kShape.col_split;  // warps with different keys
-  alignas(16) uint16_t q[kTileRows * kD];                            // (kTileRows, kD)
+  static constexpr int kRows = cta_rows(kRowWarps);
+  static constexpr int kKeyWarps = key_warps(kD, kRowWarps);  // warps with different keys
+  alignas(16) uint16_t q[kRows * kD];                         // (kRows, kD)
   union {
     struct {
       alignas(16) uint16_t k[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
       alignas(16) uint16_t v[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
     } kv;
-    struct {                           // after the loop: the key warps' softmax states for merge_and_store
-      float m[kKeyWarps * kTileRows];  // (key warps, kTileRows)
-      float l[kKeyWarps * kTileRows];  // (key warps, kTileRows)
-      float o[kKeyWarps * kTileRows * kD];  // (key warps, kTileRows, kD)
+    struct {                       // after the loop: the key warps' softmax states for merge_and_store
+      float m[kKeyWarps * kRows];  // (key warps, kRows)
+      float l[kKeyWarps * kRows];  // (key warps, kRows)
+      float o[kKeyWarps * kRows * kD];  // (key warps, kRows, kD)
     } merge;
   };
 };
@@ -128,12 +144,15 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 
 // kPaged: the cache is paged (p.block_table); false: contiguous rows, one per slot, so a thread's
 // copy addresses are a base pointer plus multiples of the row stride (no per-key index math).
-template <typename T, int kD, bool kPaged>
+// kRowWarps: see cta_rows() above.
+template <typename T, int kD, bool kPaged, bool kRowWarps>
 __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
     decode_tile_kernel(const __grid_constant__ DecodeParams p) {
   constexpr TileShape kShape = tile_shape(kD);
   constexpr int kWarps = kShape.warps, kBlockN = kShape.block_n, kStages = kShape.stages;
-  constexpr int kColSplit = kShape.col_split, kKeyWarps = kWarps / kColSplit;
+  constexpr int kColSplit = kShape.col_split, kKeyWarps = key_warps(kD, kRowWarps);
+  constexpr int kRows = cta_rows(kRowWarps);       // the CTA's query rows
+  constexpr int kWarpKeys = kBlockN / kKeyWarps;   // keys of a tile per warp (16 or 64)
   constexpr int kDw = kD / kColSplit;  // O columns per warp
   constexpr int kThreadsCta = kWarps * 32;
   constexpr int kChunks = kD / 8;                      // 16-byte chunks of a row
@@ -142,14 +161,15 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // Q's A fragments stay in registers for the whole loop (8 k-steps x 4 at hdim 128); at hdim 256
   // (16 k-steps, 64 registers) they are read from shared memory per tile.
   constexpr bool kQInRegs = kD <= 128;
-  static_assert(kBlockN == 16 * kKeyWarps, "each warp takes 16 keys of a tile: one k-step of P·V");
+  static_assert(kWarpKeys % 16 == 0, "a warp's keys are whole k-steps of P·V");
+  static_assert(!kRowWarps || (kColSplit == 1 && kRows == 16 * kWarps), "row warps: a warp per 16 rows, all columns");
   static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
   static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
   static_assert(kStages >= 2, "a pipeline needs two stages");
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  TileSmem<kD>& sm = *reinterpret_cast<TileSmem<kD>*>(smem_raw);
+  TileSmem<kD, kRowWarps>& sm = *reinterpret_cast<TileSmem<kD, kRowWarps>*>(smem_raw);
 
-  const CtaWork w = cta_work(p, kTileRows);
+  const CtaWork w = cta_work(p, kRows);
   const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;  // the MMA fragment coordinates (see the wrappers)
@@ -163,7 +183,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // no mask (below).
   int64_t k_begin = n1, k_end = n0;
   int all_lo = 0, all_hi = 0x7fffffff;
-  for (int r = 0; r < kTileRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const RowKeys rk = row_keys(p, mask, b, hk, row0 + r, n0, n1);
     if (rk.lo <= rk.hi) {
       if (rk.lo < k_begin) k_begin = rk.lo;
@@ -178,9 +198,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // without the per-key mask and score chain. Its padding rows (zero queries) then score 0 instead
   // of -inf; they are never stored (merge_and_store writes rows < p.rows only).
   const bool plain = p.softcap == 0.0f && p.alibi_slopes == nullptr;
-  // This thread's two rows of every C fragment: g and g + 8.
-  const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + g, n0, n1),
-                           row_keys(p, mask, b, hk, row0 + g + 8, n0, n1)};
+  // This warp's 16 rows (row warps: its own; key warps: the CTA's), and this thread's two rows of
+  // every C fragment: g and g + 8.
+  const int wrow0 = kRowWarps ? 16 * warp : 0;
+  const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + wrow0 + g, n0, n1),
+                           row_keys(p, mask, b, hk, row0 + wrow0 + g + 8, n0, n1)};
+  // Row warps: a warp whose 16 rows are all padding (rows not a multiple of 64) computes nothing.
+  const bool warp_idle = row0 + wrow0 >= p.rows;
   const int n_tiles = k_begin < k_end ? static_cast<int>((k_end - k_begin + kBlockN - 1) / kBlockN) : 0;
 
   // Tile `tile` (keys k_begin + tile · kBlockN ...) -> stage tile % kStages. A thread copies chunk
@@ -257,7 +281,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   };
 
   // This warp's online softmax over its keys: m, l per row (l summed over the quad at the end);
-  // O (16 rows x this warp's kDw columns) as kDw / 8 C fragments.
+  // O (this warp's 16 rows x its kDw columns) as kDw / 8 C fragments.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float o[kDw / 8][4];
 #pragma unroll
@@ -274,7 +298,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   }
   // Q -> shared memory (after the first tiles' copies are issued: its latency hides behind theirs),
   // zero past the rows and past head_dim (padding rows score 0 and are masked).
-  for (int e = tid; e < kTileRows * kChunks; e += kThreadsCta) {
+  for (int e = tid; e < kRows * kChunks; e += kThreadsCta) {
     const int qr = e / kChunks, qc = e % kChunks, rr = row0 + qr;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (rr < p.rows && qc * 8 < p.head_dim) {
@@ -285,9 +309,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     }
     *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(qr, qc)]) = v;
   }
-  // Q's fragments: matrices (rows 0-7 | 8-15) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
+  // Q's fragments: matrices (rows 0-7 | 8-15 of the warp's) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
   auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
-    ldmatrix_x4(a, &sm.q[swizzle<kD>((lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
+    ldmatrix_x4(a, &sm.q[swizzle<kD>(wrow0 + (lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
   };
   uint32_t qa[kQInRegs ? kChunks / 2 : 1][4];
   if constexpr (kQInRegs) {
@@ -295,7 +319,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) load_q(qa[kk], kk);
   }
-  const int key0 = (warp / kColSplit) * 16;   // this warp's keys in a tile
+  const int key0 = kRowWarps ? 0 : (warp / kColSplit) * 16;  // this warp's first key in a tile
   const int col0 = (warp % kColSplit) * kDw;  // and its first O column
   for (int tile = 0; tile < n_tiles; ++tile) {
     cp_async_wait<kStages - 2>();
@@ -307,21 +331,29 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     const uint16_t* ks = sm.kv.k[tile % kStages];
     const uint16_t* vs = sm.kv.v[tile % kStages];
 
-    // S = Q·Kᵀ: (16 rows, 16 keys) as two 8-key C fragments.
-    float s[2][4];
+    if (kRowWarps && warp_idle) continue;  // uniform per warp; the barrier above is the loop's only one
+
+    // S = Q·Kᵀ: (16 rows, kWarpKeys keys) as kNs 8-key C fragments.
+    constexpr int kNs = kWarpKeys / 8;
+    float s[kNs][4];
 #pragma unroll
-    for (int n = 0; n < 2; ++n)
+    for (int n = 0; n < kNs; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) {  // k-steps of 16 dims = 2 chunks
-      uint32_t a_smem[4], bk[4];
+      uint32_t a_smem[4];
       if constexpr (!kQInRegs) load_q(a_smem, kk);
       const uint32_t(&a)[4] = kQInRegs ? qa[kQInRegs ? kk : 0] : a_smem;
-      // K: matrices (keys 0-7, chunk 2kk), (keys 0-7, 2kk+1), (keys 8-15, 2kk), (keys 8-15, 2kk+1)
-      ldmatrix_x4(bk, &ks[swizzle<kD>(key0 + (lane % 8) + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)]);
-      mma_16816<T>(s[0], a, bk[0], bk[1]);
-      mma_16816<T>(s[1], a, bk[2], bk[3]);
+#pragma unroll
+      for (int kg = 0; kg < kWarpKeys / 16; ++kg) {
+        uint32_t bk[4];
+        // K: matrices (keys 0-7, chunk 2kk), (keys 0-7, 2kk+1), (keys 8-15, 2kk), (keys 8-15, 2kk+1)
+        // of the warp's 16-key group kg
+        ldmatrix_x4(bk, &ks[swizzle<kD>(key0 + 16 * kg + (lane % 8) + 8 * (lane / 16), 2 * kk + (lane / 8) % 2)]);
+        mma_16816<T>(s[2 * kg], a, bk[0], bk[1]);
+        mma_16816<T>(s[2 * kg + 1], a, bk[2], bk[3]);
+      }
     }
 
     // Mask and modify (by selection: a key a row does not see never enters its softmax), then the
@@ -336,7 +368,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       const RowKeys& rk = rows[h];
       float mx = m[h];
 #pragma unroll
-      for (int n = 0; n < 2; ++n)
+      for (int n = 0; n < kNs; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
           if (interior) {
@@ -349,13 +381,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           }
           mx = fmaxf(mx, s[n][e]);
         }
-      mx = common::quad_max(mx);  // the row's 16 keys lie in the 4 lanes of a quad
+      mx = common::quad_max(mx);  // a row's keys of an 8-key fragment lie in the 4 lanes of a quad
       alpha[h] = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
       const float base = mx == -INFINITY ? 0.0f : mx * kLog2e;  // nothing visible yet: every P is 0
       m[h] = mx;
       l[h] *= alpha[h];
 #pragma unroll
-      for (int n = 0; n < 2; ++n)
+      for (int n = 0; n < kNs; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
           s[n][e] = common::fast_exp2(fmaf(s[n][e], kLog2e, -base));  // -inf -> +0
@@ -374,17 +406,22 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       }
     }
 
-    // O += P·V: the two S fragments are the A operand of one 16-key k-step (FlashAttention-2's trick).
-    const uint32_t pa[4] = {pack2<T>(s[0][0], s[0][1]), pack2<T>(s[0][2], s[0][3]),
-                            pack2<T>(s[1][0], s[1][1]), pack2<T>(s[1][2], s[1][3])};
+    // O += P·V, a k-step per 16 keys: the two S fragments of keys 16kg.. are its A operand
+    // (FlashAttention-2's trick).
 #pragma unroll
-    for (int nn = 0; nn < kDw / 16; ++nn) {  // 16 dims = two 8-column C fragments
-      uint32_t bv[4];
-      // V transposed: matrices (keys 0-7 | 8-15) x (chunk 2nn | 2nn+1) = b0, b1 of n-tile 2nn, then 2nn+1
-      const int cv = col0 / 8 + 2 * nn + lane / 16;
-      ldmatrix_x4_trans(bv, &vs[swizzle<kD>(key0 + (lane % 8) + 8 * ((lane / 8) % 2), cv)]);
-      mma_16816<T>(o[2 * nn], pa, bv[0], bv[1]);
-      mma_16816<T>(o[2 * nn + 1], pa, bv[2], bv[3]);
+    for (int kg = 0; kg < kWarpKeys / 16; ++kg) {
+      const uint32_t pa[4] = {pack2<T>(s[2 * kg][0], s[2 * kg][1]), pack2<T>(s[2 * kg][2], s[2 * kg][3]),
+                              pack2<T>(s[2 * kg + 1][0], s[2 * kg + 1][1]),
+                              pack2<T>(s[2 * kg + 1][2], s[2 * kg + 1][3])};
+#pragma unroll
+      for (int nn = 0; nn < kDw / 16; ++nn) {  // 16 dims = two 8-column C fragments
+        uint32_t bv[4];
+        // V transposed: matrices (keys 0-7 | 8-15) x (chunk 2nn | 2nn+1) = b0, b1 of n-tile 2nn, then 2nn+1
+        const int cv = col0 / 8 + 2 * nn + lane / 16;
+        ldmatrix_x4_trans(bv, &vs[swizzle<kD>(key0 + 16 * kg + (lane % 8) + 8 * ((lane / 8) % 2), cv)]);
+        mma_16816<T>(o[2 * nn], pa, bv[0], bv[1]);
+        mma_16816<T>(o[2 * nn + 1], pa, bv[2], bv[3]);
+      }
     }
   }
 
@@ -394,7 +431,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l[h] = common::quad_sum(l[h]);
-    const int r = (warp / kColSplit) * kTileRows + g + 8 * h;
+    const int r = (kRowWarps ? 0 : warp / kColSplit) * kRows + wrow0 + g + 8 * h;
     if (t == 0 && col0 == 0) {  // the column parts hold the same m and l
       sm.merge.m[r] = m[h];
       sm.merge.l[r] = l[h];
@@ -405,7 +442,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           make_float2(o[n][2 * h], o[n][2 * h + 1]);
   }
   __syncthreads();
-  merge_and_store<T, kD, kKeyWarps, kTileRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
+  merge_and_store<T, kD, kKeyWarps, kRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
 }
 
 }  // namespace decode
