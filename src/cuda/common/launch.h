@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <cutlass/numeric_types.h>
 
@@ -70,6 +71,29 @@ Status prepare_kernel(int smem, const char* impl, const char* what, int head_dim
                  "cudaFuncSetAttribute"));
   opted_in.fetch_or(bit, std::memory_order_release);
   return Status::Ok();
+}
+
+// Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch when
+// `pdl` and the device is sm_90 or later: the kernel's CTAs may start while the stream's previous
+// kernel still runs (once every CTA of that kernel has run griddepcontrol.launch_dependents or
+// exited), so its launch and prologue overlap that kernel's tail. The kernel must run
+// griddepcontrol.wait (ptx::grid_dependency_wait) before it reads what the previous kernel writes
+// or writes anything; the wait returns once that kernel has completed and its writes are visible.
+// Without the attribute (pdl false, or an older GPU) this is an ordinary launch and the wait a no-op.
+template <typename... KArgs, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          bool pdl, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 inline bool nonempty(dim3 g) {

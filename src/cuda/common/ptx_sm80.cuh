@@ -61,6 +61,20 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool f
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
                "r"(fill ? 16 : 0));
 }
+// Programmatic dependent launch (common/launch.h, launch_kernel; sm_90 and later, no-ops before):
+// grid_dependency_wait blocks until the stream's previous kernel has completed and its writes are
+// visible (at once when this kernel was not launched as its dependent); grid_dependents_launch lets
+// the next kernel, launched as this one's dependent, start its CTAs.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" :::);
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

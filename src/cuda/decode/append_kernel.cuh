@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "cuda/common/fast_div.h"
+#include "cuda/common/ptx_sm80.cuh"
 
 namespace flashlab {
 namespace decode {
@@ -262,6 +263,9 @@ __device__ __forceinline__ bool sequence_ok(const AppendParams& p, int b, int64_
 template <typename T, int kVec>
 __global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ AppendParams p) {
   using V = typename VecOf<T, kVec>::type;
+  // The decode kernel after a fused append is launched as this kernel's dependent (decode.cu): its
+  // CTAs may start now and run their prologue; they wait for this kernel's writes before reading.
+  ptx::grid_dependents_launch();
   // 32-bit index math (the host checks that every vector index fits an int), its divisions by
   // FastDiv (above): they were the costliest instructions of this kernel.
   const int total = (2 * p.kv_rows + p.q_rows) * p.vecs_per_row;

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "cuda/common/ptx_sm80.cuh"
+
 namespace flashlab {
 namespace decode {
 
@@ -50,6 +52,8 @@ __device__ __forceinline__ __nv_bfloat16 store_as(float x) { return __float2bflo
 template <typename T>
 __global__ void __launch_bounds__(128) combine_kernel(const __grid_constant__ CombineArgs a) {
   constexpr float kLog2e = 1.4426950408889634f;
+  // Launched as the decode kernel's dependent (decode.cu): nothing is read before its partials are.
+  ptx::grid_dependency_wait();
   const int h = blockIdx.x % a.heads;
   const int i = (blockIdx.x / a.heads) % a.seqlen_q;
   const int b = blockIdx.x / (a.heads * a.seqlen_q);

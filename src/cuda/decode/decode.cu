@@ -131,31 +131,44 @@ DecodeKernel effective_kernel(const KvCacheParams& p, const common::DeviceFacts&
 }
 
 // One instantiation of the tile kernel: paged or contiguous, key or row warps.
+// How a call launches: the stream, whether the tile kernel's warps split rows, and programmatic
+// dependent launch (common/launch.h; sm_90 and later): the decode kernel as the dependent of a fused
+// append (its launch and prologue overlap the append), the combine as the decode kernel's.
+struct Launch {
+  cudaStream_t stream = nullptr;
+  bool row_warps = false;
+  bool pdl_decode = false, pdl_combine = false;
+};
+
 template <typename T, int kD, bool kPaged, bool kRowWarps>
-Status launch_tile(const decode::DecodeParams& dp, dim3 grid, cudaStream_t stream) {
+Status launch_tile(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
   const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowWarps>));
   FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, kPaged, kRowWarps>>(
       smem, "cuda_sm80", "decode tile kernel", kD)));
-  decode::decode_tile_kernel<T, kD, kPaged, kRowWarps><<<grid, decode::tile_shape(kD).warps * 32, smem, stream>>>(dp);
-  return Status::Ok();
+  return common::cuda_error(common::launch_kernel(decode::decode_tile_kernel<T, kD, kPaged, kRowWarps>, grid,
+                                                  dim3(decode::tile_shape(kD).warps * 32), smem, l.stream,
+                                                  l.pdl_decode, dp),
+                            "cuda", "decode kernel launch");
 }
 
 template <typename T, int kD>
-Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, bool row_warps, cudaStream_t stream) {
+Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, const Launch& l) {
   if (kernel == DecodeKernel::kTile) {
     const bool paged = dp.block_table != nullptr;
     if constexpr (kD <= 128) {
-      if (row_warps) {
-        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, true>(dp, grid, stream)
-                                        : launch_tile<T, kD, false, true>(dp, grid, stream)));
+      if (l.row_warps) {
+        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, true>(dp, grid, l)
+                                        : launch_tile<T, kD, false, true>(dp, grid, l)));
       }
     }
-    if (!row_warps) {
-      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, false>(dp, grid, stream)
-                                      : launch_tile<T, kD, false, false>(dp, grid, stream)));
+    if (!l.row_warps) {
+      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, false>(dp, grid, l)
+                                      : launch_tile<T, kD, false, false>(dp, grid, l)));
     }
   } else {
-    decode::decode_kernel<T, kD><<<grid, decode::kThreads, 0, stream>>>(dp);
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(
+        common::launch_kernel(decode::decode_kernel<T, kD>, grid, dim3(decode::kThreads), 0, l.stream, l.pdl_decode, dp),
+        "cuda", "decode kernel launch"));
   }
   FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
   if (dp.num_splits == 1) return Status::Ok();
@@ -184,15 +197,15 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, bo
   a.lse_batch_stride = dp.lse_batch_stride;
   a.lse_head_stride = dp.lse_head_stride;
   a.sink_logits = dp.sink_logits;
-  return launch_combine(a, std::is_same<T, __half>::value ? DType::kFloat16 : DType::kBFloat16, stream);
+  return launch_combine(a, std::is_same<T, __half>::value ? DType::kFloat16 : DType::kBFloat16, l.stream,
+                        l.pdl_combine);
 }
 
 template <typename T>
-Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, bool row_warps,
-                    cudaStream_t stream) {
-  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, row_warps, stream);
-  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, row_warps, stream);
-  return launch<T, 256>(dp, grid, kernel, false, stream);
+Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, const Launch& l) {
+  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, l);
+  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, l);
+  return launch<T, 256>(dp, grid, kernel, l);
 }
 
 DecodeKernel kernel_from_env() {
@@ -284,7 +297,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   // The fused append first (same stream: the decode kernel sees the new keys); with rotary the
   // rotated queries go to the workspace's last section and the decode kernel reads them there.
   void* q_rot = p.rotary_cos != nullptr ? static_cast<char*>(p.workspace) + partial_bytes(p, splits) : nullptr;
-  if (p.k_new.ptr != nullptr || q_rot != nullptr) FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot));
+  const bool appended = p.k_new.ptr != nullptr || q_rot != nullptr;
+  if (appended) FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot));
 
   decode::DecodeParams dp;
   dp.q = q_rot != nullptr ? q_rot : p.q.ptr;
@@ -344,9 +358,13 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(ctas));  // cta_work (decode_kernel.cuh) unflattens it
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  const bool row_warps = kernel == DecodeKernel::kTile && tile_row_warps(p);
-  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, row_warps, stream)
-                                     : launch_dtype<__half>(dp, grid, kernel, row_warps, stream);
+  Launch l;
+  l.stream = stream;
+  l.row_warps = kernel == DecodeKernel::kTile && tile_row_warps(p);
+  l.pdl_decode = appended && facts->major >= 9;
+  l.pdl_combine = facts->major >= 9;
+  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
+                                     : launch_dtype<__half>(dp, grid, kernel, l);
 }
 
 }  // namespace detail

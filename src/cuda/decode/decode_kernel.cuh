@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "cuda/common/fast_div.h"
+#include "cuda/common/ptx_sm80.cuh"
 #include "flashlab/mask.h"
 
 namespace flashlab {
@@ -307,6 +308,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   constexpr int kChunks = kD / 8;
   constexpr int kGroups = kThreads / kChunks;
   static_assert(kChunks <= 32 && 32 % kChunks == 0, "a group of lanes lies within one warp");
+  // Programmatic dependent launch (decode.cu): let the combine start; wait for the fused append.
+  ptx::grid_dependents_launch();
+  ptx::grid_dependency_wait();
   const CtaWork w = cta_work(p, kRows);
   const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
   const int tid = threadIdx.x;

@@ -169,6 +169,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   extern __shared__ __align__(128) unsigned char smem_raw[];
   TileSmem<kD, kRowWarps>& sm = *reinterpret_cast<TileSmem<kD, kRowWarps>*>(smem_raw);
 
+  // The combine after splits is launched as this kernel's dependent (decode.cu): it may start now
+  // and waits for this kernel's partials.
+  ptx::grid_dependents_launch();
   const CtaWork w = cta_work(p, kRows);
   const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -289,8 +292,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
 
-      // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
-      // iteration (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
+  // After a fused append this kernel is launched as the append's dependent (decode.cu): everything
+  // above read only what the append does not write (cache_seqlens, leftpad, the page table); the
+  // cache's new rows and the rotated queries are read below, after the append has completed.
+  ptx::grid_dependency_wait();
+
+  // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
+  // iteration (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < n_tiles) load_tile(s);

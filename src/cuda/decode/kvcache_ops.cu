@@ -180,18 +180,25 @@ Status cuda_attention_combine(const CombineParams& p) {
   return launch_combine(a, p.dtype, static_cast<cudaStream_t>(p.stream));
 }
 
-Status launch_combine(const decode::CombineArgs& a, DType dtype, cudaStream_t stream) {
+Status launch_combine(const decode::CombineArgs& a, DType dtype, cudaStream_t stream, bool pdl) {
   const unsigned rows = static_cast<unsigned>(int64_t(a.batch) * a.seqlen_q * a.heads);
   if (rows == 0) return Status::Ok();
   // A thread per column up to 128 (a warp at least): head dims <= 128 take one pass.
   const int threads = a.head_dim >= 128 ? 128 : (a.head_dim + 31) / 32 * 32;
+  cudaError_t e = cudaSuccess;
   switch (dtype) {
-    case DType::kBFloat16: decode::combine_kernel<__nv_bfloat16><<<rows, threads, 0, stream>>>(a); break;
-    case DType::kFloat16: decode::combine_kernel<__half><<<rows, threads, 0, stream>>>(a); break;
-    case DType::kFloat32: decode::combine_kernel<float><<<rows, threads, 0, stream>>>(a); break;
+    case DType::kBFloat16:
+      e = common::launch_kernel(decode::combine_kernel<__nv_bfloat16>, dim3(rows), dim3(threads), 0, stream, pdl, a);
+      break;
+    case DType::kFloat16:
+      e = common::launch_kernel(decode::combine_kernel<__half>, dim3(rows), dim3(threads), 0, stream, pdl, a);
+      break;
+    case DType::kFloat32:
+      e = common::launch_kernel(decode::combine_kernel<float>, dim3(rows), dim3(threads), 0, stream, pdl, a);
+      break;
     default: return Status::Unsupported(std::string("dtype ") + to_string(dtype) + " is not supported by the CUDA combine");
   }
-  return common::cuda_error(cudaGetLastError(), "cuda", "combine launch");
+  return common::cuda_error(e, "cuda", "combine launch");
 }
 
 Status cuda_fetch_side_arrays(const KvCacheParams& p, SideArrays* out) {

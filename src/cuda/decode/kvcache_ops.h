@@ -29,7 +29,7 @@ Status append_supports(const KvCacheParams& p, bool attend);
 Status launch_append(const KvCacheParams& p, void* q_rot);
 
 // Launches combine_kernel<dtype> (bf16, fp16, fp32 outputs) over a's rows on `stream`.
-Status launch_combine(const decode::CombineArgs& a, DType dtype, cudaStream_t stream);
+Status launch_combine(const decode::CombineArgs& a, DType dtype, cudaStream_t stream, bool pdl = false);
 
 }  // namespace detail
 }  // namespace flashlab
