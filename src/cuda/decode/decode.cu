@@ -42,21 +42,28 @@ constexpr const char* kName = "the CUDA KV-cache path";
 int64_t capacity(const KvCacheParams& p) {
   return p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
 }
-// The tile kernel's warps split the CTA's rows (decode_tile_kernel.cuh, cta_rows: 64 rows per
-// CTA) when a kv head has more than 3 chunks of 16 query rows, at hdim <= 128. Measured (H100,
-// docs/perf.md, "Decode: row warps"): 64 rows (seqlen_q 8, GQA 64/8) 1.90 -> 2.07 TB/s with row
-// warps; 32 rows (seqlen_q 4; MQA 32/1) 2.77 -> 2.33 and 1.88 -> 1.57, so 2 chunks stay key warps
-// (half of a row-warp CTA would idle).
-bool tile_row_warps(const KvCacheParams& p) {
-  return p.head_dim <= 128 && p.seqlen_q * (p.heads_q / p.heads_kv) > 3 * decode::kTileRows;
-}
-// Query rows per CTA: v5 4 (kRows), tile 16 (kTileRows, the MMA's M) or 64 (row warps).
-int rows_per_cta(const KvCacheParams& p, DecodeKernel kernel) {
-  return kernel == DecodeKernel::kTile ? decode::cta_rows(tile_row_warps(p)) : decode::kRows;
-}
-int row_chunks(const KvCacheParams& p, DecodeKernel kernel) {
+// The tile kernel's row groups (decode_tile_kernel.cuh, cta_rows): 2 (32 rows per CTA, two warps
+// per 16 rows, 32 keys each) where a kv head has more than 16 query rows (hdim <= 128) and those
+// CTAs alone reach one per SM; else 1 (16 rows per CTA, the warps split the keys). Measured on the
+// H100 (docs/perf.md, "Decode: row groups"; B 32, L 8k, TB/s, row groups 1 / 2 / 4): GQA 64/8
+// seqlen_q 4 2.78 / 2.85 / 2.29, seqlen_q 8 1.92 / 2.29 / 2.04, seqlen_q 16 0.97 / 1.17 / 1.04,
+// GQA 32/8 seqlen_q 8 2.78 / 2.86 / 2.29; MQA 32/1 (32 CTAs: split-bound; 2 groups halve the CTAs
+// and double the splits) 1.88 / 1.71 / 1.52. 4 groups (64 rows, a warp per 16 rows with all 64 keys
+// of a tile) are never ahead: not launched.
+int tile_row_groups(const KvCacheParams& p, int sm_count) {
   const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
-  return static_cast<int>((rows + rows_per_cta(p, kernel) - 1) / rows_per_cta(p, kernel));
+  if (p.head_dim > 128 || rows <= decode::kTileRows) return 1;
+  const int64_t ctas = p.batch * p.heads_kv * ((rows + decode::cta_rows(2) - 1) / decode::cta_rows(2));
+  return ctas >= sm_count ? 2 : 1;
+}
+// Query rows per CTA: v5 4 (kRows), tile 16 · row groups (kTileRows = the MMA's M).
+int rows_per_cta(const KvCacheParams& p, DecodeKernel kernel, int sm_count) {
+  return kernel == DecodeKernel::kTile ? decode::cta_rows(tile_row_groups(p, sm_count)) : decode::kRows;
+}
+int row_chunks(const KvCacheParams& p, DecodeKernel kernel, int sm_count) {
+  const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
+  const int per_cta = rows_per_cta(p, kernel, sm_count);
+  return static_cast<int>((rows + per_cta - 1) / per_cta);
 }
 
 // CTAs of a kernel resident on one SM (what its __launch_bounds__ asks and shared memory allows).
@@ -81,7 +88,7 @@ int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
     return static_cast<int>(n < 1 ? 1 : n);
   }
   if (p.num_splits > 0) return p.num_splits;
-  const int64_t ctas = p.batch * p.heads_kv * row_chunks(p, kernel);
+  const int64_t ctas = p.batch * p.heads_kv * row_chunks(p, kernel, sm_count);
   const int64_t slots = int64_t(sm_count) * ctas_per_sm(p, kernel);
   if (ctas <= 0 || slots <= 0) return 1;
   int64_t n_max = (cap + 511) / 512;
@@ -114,12 +121,15 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
-int tile_smem_bytes(const KvCacheParams& p) {
-  const bool rw = tile_row_warps(p);
-  if (p.head_dim <= 64) return static_cast<int>(rw ? sizeof(decode::TileSmem<64, true>) : sizeof(decode::TileSmem<64, false>));
-  if (p.head_dim <= 128)
-    return static_cast<int>(rw ? sizeof(decode::TileSmem<128, true>) : sizeof(decode::TileSmem<128, false>));
-  return static_cast<int>(sizeof(decode::TileSmem<256, false>));
+int tile_smem_bytes(const KvCacheParams& p, int sm_count) {
+  const int rg = tile_row_groups(p, sm_count);
+  auto bytes = [&](auto d) {  // d: std::integral_constant<int, head-dim bucket>
+    constexpr int kD = decltype(d)::value;
+    return static_cast<int>(rg == 2 ? sizeof(decode::TileSmem<kD, 2>) : sizeof(decode::TileSmem<kD, 1>));
+  };
+  if (p.head_dim <= 64) return bytes(std::integral_constant<int, 64>{});
+  if (p.head_dim <= 128) return bytes(std::integral_constant<int, 128>{});
+  return static_cast<int>(sizeof(decode::TileSmem<256, 1>));
 }
 
 // The kernel a call runs: the chosen one, except that the tile kernel needs its shared memory
@@ -127,25 +137,25 @@ int tile_smem_bytes(const KvCacheParams& p) {
 // 100 / 104 KiB: those run v5).
 DecodeKernel effective_kernel(const KvCacheParams& p, const common::DeviceFacts& facts) {
   const DecodeKernel k = decode_kernel();
-  return k == DecodeKernel::kTile && tile_smem_bytes(p) > facts.smem_optin ? DecodeKernel::kV5 : k;
+  return k == DecodeKernel::kTile && tile_smem_bytes(p, facts.sm_count) > facts.smem_optin ? DecodeKernel::kV5 : k;
 }
 
-// One instantiation of the tile kernel: paged or contiguous, key or row warps.
-// How a call launches: the stream, whether the tile kernel's warps split rows, and programmatic
+// How a call launches: the stream, the tile kernel's row groups, and programmatic
 // dependent launch (common/launch.h; sm_90 and later): the decode kernel as the dependent of a fused
 // append (its launch and prologue overlap the append), the combine as the decode kernel's.
 struct Launch {
   cudaStream_t stream = nullptr;
-  bool row_warps = false;
+  int row_groups = 1;
   bool pdl_decode = false, pdl_combine = false;
 };
 
-template <typename T, int kD, bool kPaged, bool kRowWarps>
+// One instantiation of the tile kernel: paged or contiguous, 1 or 2 row groups.
+template <typename T, int kD, bool kPaged, int kRowGroups>
 Status launch_tile(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
-  const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowWarps>));
-  FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, kPaged, kRowWarps>>(
+  const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowGroups>));
+  FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, kPaged, kRowGroups>>(
       smem, "cuda_sm80", "decode tile kernel", kD)));
-  return common::cuda_error(common::launch_kernel(decode::decode_tile_kernel<T, kD, kPaged, kRowWarps>, grid,
+  return common::cuda_error(common::launch_kernel(decode::decode_tile_kernel<T, kD, kPaged, kRowGroups>, grid,
                                                   dim3(decode::tile_shape(kD).warps * 32), smem, l.stream,
                                                   l.pdl_decode, dp),
                             "cuda", "decode kernel launch");
@@ -156,14 +166,14 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, co
   if (kernel == DecodeKernel::kTile) {
     const bool paged = dp.block_table != nullptr;
     if constexpr (kD <= 128) {
-      if (l.row_warps) {
-        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, true>(dp, grid, l)
-                                        : launch_tile<T, kD, false, true>(dp, grid, l)));
+      if (l.row_groups == 2) {
+        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, 2>(dp, grid, l)
+                                        : launch_tile<T, kD, false, 2>(dp, grid, l)));
       }
     }
-    if (!l.row_warps) {
-      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, false>(dp, grid, l)
-                                      : launch_tile<T, kD, false, false>(dp, grid, l)));
+    if (l.row_groups == 1) {
+      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, 1>(dp, grid, l)
+                                      : launch_tile<T, kD, false, 1>(dp, grid, l)));
     }
   } else {
     FLASHLAB_RETURN_IF_ERROR(common::cuda_error(
@@ -258,7 +268,7 @@ Status cuda_kvcache_supports(const KvCacheParams& p, bool attend) {
                                "elements");
   // The grid is one dimension (decode_kernel.cuh, cta_work); with splits, run() checks again. v5's
   // row chunks (4 rows) outnumber the tile kernel's (16).
-  if (p.batch * p.heads_kv * row_chunks(p, DecodeKernel::kV5) > INT32_MAX)
+  if (p.batch * p.heads_kv * row_chunks(p, DecodeKernel::kV5, 0) > INT32_MAX)
     return Status::Unsupported(std::string(kName) + ": batch x heads_kv x seqlen_q x group too large for its grid");
   return Status::Ok();
 }
@@ -283,7 +293,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
     return Status::Unsupported(std::string(kName) + " needs compute capability 8.0 or newer");
   const DecodeKernel kernel = effective_kernel(p, *facts);
   const int splits = num_splits(p, facts->sm_count, kernel);
-  const int64_t ctas = int64_t(splits) * p.batch * p.heads_kv * row_chunks(p, kernel);
+  const int64_t ctas = int64_t(splits) * p.batch * p.heads_kv * row_chunks(p, kernel, facts->sm_count);
   if (ctas > INT32_MAX)
     return Status::Unsupported(std::string(kName) + ": " + std::to_string(splits) +
                                " splits x batch x heads_kv x query-row chunks exceed its grid (2^31 - 1 CTAs)");
@@ -360,7 +370,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
   Launch l;
   l.stream = stream;
-  l.row_warps = kernel == DecodeKernel::kTile && tile_row_warps(p);
+  l.row_groups = kernel == DecodeKernel::kTile ? tile_row_groups(p, facts->sm_count) : 1;
   l.pdl_decode = appended && facts->major >= 9;
   l.pdl_combine = facts->major >= 9;
   return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)

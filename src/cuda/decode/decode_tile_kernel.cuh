@@ -83,29 +83,31 @@ constexpr TileShape tile_shape(int d) {
                     : TileShape{4, 32, 3, 2, 2};
 }
 
-// The two ways a CTA's warps share a tile (kRowWarps, a template argument of the kernel):
-//   false ("key warps", up to 16 query rows per CTA): each warp takes 16 keys of every tile for the
-//         CTA's 16 rows; the warps' softmax states are merged at the end. One decode token with a
-//         GQA group <= 16 has at most 16 rows.
-//   true  ("row warps", hdim <= 128): each warp takes 16 of the CTA's 64 rows and every key of the
-//         tile (FlashAttention-2's split); no merge. decode.cu picks it for more than 48 rows per
-//         kv head (speculative steps with large GQA groups, MQA), where key warps would need 4 or
-//         more CTAs per kv head, each reading every tile (the 2nd.. from L2); a warp whose rows are
-//         all padding computes nothing.
-// The CTA's query rows and its key warps per mode:
-constexpr int cta_rows(bool row_warps) { return row_warps ? 16 * 4 : kTileRows; }
-constexpr int key_warps(int d, bool row_warps) {
-  return row_warps ? 1 : tile_shape(d).warps / tile_shape(d).col_split;
+// How a CTA's warps share a tile (kRowGroups, a template argument of the kernel): the warps form
+// kRowGroups groups of 16 query rows (the CTA has 16 · kRowGroups rows), and each group's warps
+// split the tile's keys (key_warps of them; hdim 256: pairs of warps split O's columns instead).
+//   1 ("key warps", up to 16 rows per CTA): each warp takes 16 keys of every tile; the warps'
+//     softmax states are merged at the end. One decode token with a GQA group <= 16.
+//   2 (hdim <= 128): 32 rows, two warps per 16 rows with 32 keys each.
+//   4 (hdim <= 128): 64 rows, a warp per 16 rows with every key (FlashAttention-2's split; no
+//     merge). The template allows it; decode.cu does not instantiate it: slower than 2 at every shape tried.
+// More rows per CTA read a tile once for more rows (several CTAs per kv head read each tile, the
+// 2nd.. from L2); fewer keys per warp shorten a warp's work per tile (a warp with 64 keys per tile
+// could not keep up with the tile's share of DRAM time). decode.cu (tile_row_groups) picks 1 or 2
+// (docs/perf.md, "Decode: row groups"); a warp whose rows are all padding computes nothing.
+constexpr int cta_rows(int row_groups) { return 16 * row_groups; }
+constexpr int key_warps(int d, int row_groups) {
+  return tile_shape(d).warps / (row_groups * tile_shape(d).col_split);
 }
 
 // Shared memory of the tile kernel. 16-bit elements as uint16_t (the union needs trivial types).
 // Rows are swizzled (swizzle()): an ldmatrix reads 8 rows of one 16-byte column chunk, which without
 // it would sit in the same banks (rows are 128 / 256 / 512 bytes).
-template <int kD, bool kRowWarps>
+template <int kD, int kRowGroups>
 struct TileSmem {
   static constexpr TileShape kShape = tile_shape(kD);
-  static constexpr int kRows = cta_rows(kRowWarps);
-  static constexpr int kKeyWarps = key_warps(kD, kRowWarps);  // warps with different keys
+  static constexpr int kRows = cta_rows(kRowGroups);
+  static constexpr int kKeyWarps = key_warps(kD, kRowGroups);  // warps with different keys of a row
   alignas(16) uint16_t q[kRows * kD];                         // (kRows, kD)
   union {
     struct {
@@ -144,14 +146,14 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 
 // kPaged: the cache is paged (p.block_table); false: contiguous rows, one per slot, so a thread's
 // copy addresses are a base pointer plus multiples of the row stride (no per-key index math).
-// kRowWarps: see cta_rows() above.
-template <typename T, int kD, bool kPaged, bool kRowWarps>
+// kRowGroups: see cta_rows() above.
+template <typename T, int kD, bool kPaged, int kRowGroups>
 __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
     decode_tile_kernel(const __grid_constant__ DecodeParams p) {
   constexpr TileShape kShape = tile_shape(kD);
   constexpr int kWarps = kShape.warps, kBlockN = kShape.block_n, kStages = kShape.stages;
-  constexpr int kColSplit = kShape.col_split, kKeyWarps = key_warps(kD, kRowWarps);
-  constexpr int kRows = cta_rows(kRowWarps);       // the CTA's query rows
+  constexpr int kColSplit = kShape.col_split, kKeyWarps = key_warps(kD, kRowGroups);
+  constexpr int kRows = cta_rows(kRowGroups);      // the CTA's query rows
   constexpr int kWarpKeys = kBlockN / kKeyWarps;   // keys of a tile per warp (16 or 64)
   constexpr int kDw = kD / kColSplit;  // O columns per warp
   constexpr int kThreadsCta = kWarps * 32;
@@ -162,12 +164,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // (16 k-steps, 64 registers) they are read from shared memory per tile.
   constexpr bool kQInRegs = kD <= 128;
   static_assert(kWarpKeys % 16 == 0, "a warp's keys are whole k-steps of P·V");
-  static_assert(!kRowWarps || (kColSplit == 1 && kRows == 16 * kWarps), "row warps: a warp per 16 rows, all columns");
+  static_assert(kKeyWarps * kRowGroups * kColSplit == kWarps, "warps = row groups x key warps x column parts");
+  static_assert(kRowGroups == 1 || kColSplit == 1, "row groups only where a warp holds all of O's columns");
   static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
   static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
   static_assert(kStages >= 2, "a pipeline needs two stages");
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  TileSmem<kD, kRowWarps>& sm = *reinterpret_cast<TileSmem<kD, kRowWarps>*>(smem_raw);
+  TileSmem<kD, kRowGroups>& sm = *reinterpret_cast<TileSmem<kD, kRowGroups>*>(smem_raw);
 
   // The combine after splits is launched as this kernel's dependent (decode.cu): it may start now
   // and waits for this kernel's partials.
@@ -201,12 +204,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // without the per-key mask and score chain. Its padding rows (zero queries) then score 0 instead
   // of -inf; they are never stored (merge_and_store writes rows < p.rows only).
   const bool plain = p.softcap == 0.0f && p.alibi_slopes == nullptr;
-  // This warp's 16 rows (row warps: its own; key warps: the CTA's), and this thread's two rows of
-  // every C fragment: g and g + 8.
-  const int wrow0 = kRowWarps ? 16 * warp : 0;
+  // warp = (row group, key part, column part), the column part fastest; this warp's 16 rows are its
+  // row group's, and this thread's two rows of every C fragment g and g + 8 of them.
+  const int col_part = warp % kColSplit, key_part = (warp / kColSplit) % kKeyWarps;
+  const int wrow0 = 16 * (warp / (kColSplit * kKeyWarps));
   const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + wrow0 + g, n0, n1),
                            row_keys(p, mask, b, hk, row0 + wrow0 + g + 8, n0, n1)};
-  // Row warps: a warp whose 16 rows are all padding (rows not a multiple of 64) computes nothing.
+  // Row groups: a warp whose 16 rows are all padding (rows not a multiple of the CTA's) computes nothing.
   const bool warp_idle = row0 + wrow0 >= p.rows;
   const int n_tiles = k_begin < k_end ? static_cast<int>((k_end - k_begin + kBlockN - 1) / kBlockN) : 0;
 
@@ -327,8 +331,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) load_q(qa[kk], kk);
   }
-  const int key0 = kRowWarps ? 0 : (warp / kColSplit) * 16;  // this warp's first key in a tile
-  const int col0 = (warp % kColSplit) * kDw;  // and its first O column
+  const int key0 = key_part * kWarpKeys;  // this warp's first key in a tile
+  const int col0 = col_part * kDw;         // and its first O column
   for (int tile = 0; tile < n_tiles; ++tile) {
     cp_async_wait<kStages - 2>();
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
@@ -339,7 +343,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     const uint16_t* ks = sm.kv.k[tile % kStages];
     const uint16_t* vs = sm.kv.v[tile % kStages];
 
-    if (kRowWarps && warp_idle) continue;  // uniform per warp; the barrier above is the loop's only one
+    if (kRowGroups > 1 && warp_idle) continue;  // uniform per warp; the barrier above is the loop's only one
 
     // S = Q·Kᵀ: (16 rows, kWarpKeys keys) as kNs 8-key C fragments.
     constexpr int kNs = kWarpKeys / 8;
@@ -439,7 +443,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l[h] = common::quad_sum(l[h]);
-    const int r = (kRowWarps ? 0 : warp / kColSplit) * kRows + wrow0 + g + 8 * h;
+    const int r = key_part * kRows + wrow0 + g + 8 * h;
     if (t == 0 && col0 == 0) {  // the column parts hold the same m and l
       sm.merge.m[r] = m[h];
       sm.merge.l[r] = l[h];
