@@ -307,8 +307,9 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   // The fused append first (same stream: the decode kernel sees the new keys); with rotary the
   // rotated queries go to the workspace's last section and the decode kernel reads them there.
   void* q_rot = p.rotary_cos != nullptr ? static_cast<char*>(p.workspace) + partial_bytes(p, splits) : nullptr;
-  const bool appended = p.k_new.ptr != nullptr || q_rot != nullptr;
-  if (appended) FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot));
+  bool appended = false;  // an append kernel was launched (the decode kernel is then its dependent)
+  if (p.k_new.ptr != nullptr || q_rot != nullptr)
+    FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot, &appended));
 
   decode::DecodeParams dp;
   dp.q = q_rot != nullptr ? q_rot : p.q.ptr;

@@ -80,7 +80,8 @@ Status append_supports(const KvCacheParams& p, bool attend) {
   return Status::Ok();
 }
 
-Status launch_append(const KvCacheParams& p, void* q_rot) {
+Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
+  if (launched != nullptr) *launched = false;
   decode::AppendParams ap;
   ap.k_new = p.k_new.ptr;
   ap.v_new = p.v_new.ptr;
@@ -142,6 +143,7 @@ Status launch_append(const KvCacheParams& p, void* q_rot) {
     vec = vec && aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es) &&
           aligned16(q_rot, {}, es);
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+  if (launched != nullptr) *launched = true;
   switch (p.dtype) {
     case DType::kBFloat16: return launch_dtype<__nv_bfloat16>(ap, vec, stream);
     case DType::kFloat16: return launch_dtype<__half>(ap, vec, stream);

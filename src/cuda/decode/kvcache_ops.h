@@ -25,8 +25,10 @@ Status append_supports(const KvCacheParams& p, bool attend);
 
 // Launches the append of p.k_new / p.v_new (with rotary on k), and with q_rot non-null the
 // rotation of p.q into q_rot (dense (batch, seqlen_q, heads_q, head_dim)), on p.stream.
-// Arguments must have been validated. Nothing to append and no q_rot: no launch.
-Status launch_append(const KvCacheParams& p, void* q_rot);
+// Arguments must have been validated. Nothing to append and no q_rot: no launch. *launched (when
+// given) says whether a kernel was launched: the decode kernel is launched as its programmatic
+// dependent only then (never as the dependent of whatever kernel came before in the stream).
+Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched = nullptr);
 
 // Launches combine_kernel<dtype> (bf16, fp16, fp32 outputs) over a's rows on `stream`.
 Status launch_combine(const decode::CombineArgs& a, DType dtype, cudaStream_t stream, bool pdl = false);
