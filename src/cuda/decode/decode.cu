@@ -45,7 +45,7 @@ int64_t capacity(const KvCacheParams& p) {
 // The tile kernel's row groups (decode_tile_kernel.cuh, cta_rows): 2 (32 rows per CTA, two warps
 // per 16 rows, 32 keys each) where a kv head has more than 16 query rows (hdim <= 128) and those
 // CTAs alone reach one per SM; else 1 (16 rows per CTA, the warps split the keys). Measured on the
-// H100 (docs/perf.md, "Decode: row groups"; B 32, L 8k, TB/s, row groups 1 / 2 / 4): GQA 64/8
+// H100 (docs/perf.md, "Row groups for many query rows"; B 32, L 8k, TB/s, row groups 1 / 2 / 4): GQA 64/8
 // seqlen_q 4 2.78 / 2.85 / 2.29, seqlen_q 8 1.92 / 2.29 / 2.04, seqlen_q 16 0.97 / 1.17 / 1.04,
 // GQA 32/8 seqlen_q 8 2.78 / 2.86 / 2.29; MQA 32/1 (32 CTAs: split-bound; 2 groups halve the CTAs
 // and double the splits) 1.88 / 1.71 / 1.52. 4 groups (64 rows, a warp per 16 rows with all 64 keys

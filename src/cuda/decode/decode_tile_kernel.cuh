@@ -94,7 +94,7 @@ constexpr TileShape tile_shape(int d) {
 // More rows per CTA read a tile once for more rows (several CTAs per kv head read each tile, the
 // 2nd.. from L2); fewer keys per warp shorten a warp's work per tile (a warp with 64 keys per tile
 // could not keep up with the tile's share of DRAM time). decode.cu (tile_row_groups) picks 1 or 2
-// (docs/perf.md, "Decode: row groups"); a warp whose rows are all padding computes nothing.
+// (docs/perf.md, "Row groups for many query rows"); a warp whose rows are all padding computes nothing.
 constexpr int cta_rows(int row_groups) { return 16 * row_groups; }
 constexpr int key_warps(int d, int row_groups) {
   return tile_shape(d).warps / (row_groups * tile_shape(d).col_split);
