@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   constexpr int kWarps = kShape.warps, kBlockN = kShape.block_n, kStages = kShape.stages;
   constexpr int kColSplit = kShape.col_split, kKeyWarps = key_warps(kD, kRowGroups);
   constexpr int kRows = cta_rows(kRowGroups);      // the CTA's query rows
-  constexpr int kWarpKeys = kBlockN / kKeyWarps;   // keys of a tile per warp (16 or 64)
+  constexpr int kWarpKeys = kBlockN / kKeyWarps;   // keys of a tile per warp (16; 32 with 2 row groups)
   constexpr int kDw = kD / kColSplit;  // O columns per warp
   constexpr int kThreadsCta = kWarps * 32;
   constexpr int kChunks = kD / 8;                      // 16-byte chunks of a row
