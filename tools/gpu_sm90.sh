@@ -11,7 +11,8 @@
 #               test_cuda_forward (SWEEP configurations per implementation, default 1000;
 #               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*')
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
-#     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES)
+#     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR also times
+#               cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
 #     grid      python -m flashlab.bench over the issue's grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
@@ -99,6 +100,11 @@ if has bench; then
     echo "## $shape" | tee -a "$OUT/bench.txt"
     timeout 120 "$BIN/flashlab" bench $shape --impl cuda_sm90,cuda_sm80 --no-sgemm --no-check --iters 20 --quiet 2>&1 |
       tee -a "$OUT/bench.txt"
+    if [ -n "${OLD_LIB:-}" ]; then  # same shape, cuda_sm90 of the library in OLD_LIB (an A/B in one call)
+      echo "# old library ($OLD_LIB):" | tee -a "$OUT/bench.txt"
+      LD_LIBRARY_PATH=$OLD_LIB:$LD_LIBRARY_PATH timeout 120 "$BIN/flashlab" bench $shape --impl cuda_sm90 \
+        --no-sgemm --no-check --iters 20 --quiet 2>&1 | tee -a "$OUT/bench.txt"
+    fi
   done <<< "${BENCH_SHAPES:-"--batch 1 --heads 16 --seqlen 16384 --head-dim 128
 --batch 1 --heads 16 --seqlen 16384 --head-dim 128 --causal
 --batch 1 --heads 8 --seqlen 16384 --head-dim 256

@@ -187,8 +187,9 @@ def _fwd(
 ) -> Tuple[Tensor, Tensor]:  # fmt: skip
     """flashlab::fwd -> (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
     q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32, device=q.device)
+    # empty_like / new_empty: a third of torch.empty(shape, dtype=, device=)'s host time.
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
                        rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
@@ -218,11 +219,9 @@ def _bwd(
     """flashlab::bwd -> (dq, dk, dv, dsink): dq, dk, dv contiguous, shaped like q, k, v; dsink fp32
     (heads_q,) with sink_grad and sink_logits, else (0,) (see the schema)."""
     dout, q, k, v, out = (_last_dim_contiguous(t) for t in (dout, q, k, v, out))
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    dq, dk, dv = (torch.empty_like(t, memory_format=torch.contiguous_format) for t in (q, k, v))
     want_dsink = sink_grad and sink_logits is not None
-    dsink = torch.empty(_dsink_shape(q, sink_logits, sink_grad), dtype=torch.float32, device=q.device)
+    dsink = q.new_empty(_dsink_shape(q, sink_logits, sink_grad), dtype=torch.float32)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
                        rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
                        dropout_p, impl)  # fmt: skip
@@ -248,13 +247,18 @@ _BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 
 class _FwdFunction(torch.autograd.Function):
     """flashlab::fwd with flashlab::bwd as its derivative, for q, k, v and sink_logits; LSE is not
-    differentiable."""
+    differentiable. keyset None: the eager path (_eager), which calls the kernels' Python functions
+    directly instead of redispatching the ops."""
 
     @staticmethod
     def forward(ctx, keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state, *scalars):
-        with torch._C._AutoDispatchBelowAutograd():
-            out, lse = _FWD.redispatch(keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
-                                       *scalars)  # fmt: skip
+        if keyset is None:
+            out, lse = _fwd(q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state, *scalars)
+        else:
+            with torch._C._AutoDispatchBelowAutograd():
+                out, lse = _FWD.redispatch(keyset, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
+                                           *scalars)  # fmt: skip
+        ctx.eager = keyset is None
         ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, alibi, sinks, rng_state)
         ctx.scalars = (max_q, max_k) + scalars
         # LSE is an output for inspection (flash-attn's return_attn_probs), not a differentiable one.
@@ -271,8 +275,11 @@ class _FwdFunction(torch.autograd.Function):
         q, k, v, out, lse, cu_q, cu_k, alibi, sinks, rng_state = ctx.saved_tensors
         max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
         sink_grad = ctx.needs_input_grad[_SINK_INPUT]  # False without sinks (None needs no grad)
-        dq, dk, dv, dsink = _BWD(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
-                                 scale, causal, align, wl, wr, softcap, p, deterministic, impl, sink_grad)  # fmt: skip
+        # The op unless the eager conditions hold now too; create_graph (grad mode on here) goes
+        # through the op, whose autograd kernel refuses a double backward.
+        bwd = _bwd if ctx.eager and not torch.is_grad_enabled() and _eager(dout) else _BWD
+        dq, dk, dv, dsink = bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
+                                scale, causal, align, wl, wr, softcap, p, deterministic, impl, sink_grad)  # fmt: skip
         grads = [None, dq, dk, dv] + [None] * _N_OPTION_INPUTS
         grads[_SINK_INPUT] = dsink if sink_grad else None
         return tuple(grads)
@@ -345,19 +352,46 @@ def _check_sink_logits(q: Tensor, sink_logits) -> None:
         raise FlashlabError(f"sink_logits is on {sink_logits.device}; it must be on q's device ({q.device})")
 
 
+def _eager(*tensors) -> bool:
+    """Whether a call may skip the dispatcher: plain torch.Tensor arguments (or None), and nothing
+    that needs to see the op: no torch.compile / export tracing, no torch function or dispatch mode
+    (FakeTensorMode, FlopCounterMode, torch.device(...) as a context), no functorch transform.
+
+    Each pass through the dispatcher boxes the op's 19 arguments from Python and back. An eager
+    forward with inputs requiring grad made two (the op, then its autograd kernel's redispatch),
+    the forward + backward four: on the H100 machine of session 15 about 50 µs of the ~150 µs of
+    host time a forward took (docs/perf.md, "Hopper forward: the host path"). At short sequences
+    the kernel is shorter than that, and a call after an L2 flush waits for the host."""
+    if torch.compiler.is_compiling() or _dispatch_modes() or _function_modes() or _functorch_level() is not None:
+        return False
+    for t in tensors:
+        if t is not None and type(t) is not Tensor:
+            return False
+    return True
+
+
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+
+
 def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
                softmax_scale=None, causal=False, causal_align="bottom_right", window=(-1, -1),
                softcap=0.0, alibi_slopes=None, sink_logits=None, dropout_p=0.0, generator=None,
                dropout_offset=0, deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
-    """(out, lse) through flashlab::fwd; shared by attention() and flash_attn_interface."""
+    """(out, lse) through flashlab::fwd, or in eager mode (_eager) the same autograd Function and
+    kernel without the dispatcher; shared by attention() and flash_attn_interface."""
     if sink_logits is not None:
         _check_sink_logits(q, sink_logits)
     rng_state = _rng_state(dropout_p, generator, dropout_offset)
-    return _FWD(
-        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
-        sink_logits, rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
-        float(softcap), float(dropout_p), deterministic, impl,
-    )  # fmt: skip
+    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
+            sink_logits, rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
+            float(softcap), float(dropout_p), deterministic, impl)  # fmt: skip
+    if not _eager(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sink_logits):
+        return _FWD(*args)
+    if torch.is_grad_enabled() and _any_requires_grad(*args):  # as _fwd_autograd decides
+        return _FwdFunction.apply(None, *args)
+    return _fwd(*args)
 
 
 def attention(

@@ -163,6 +163,59 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.flashlab.bwd.default, bwd_args)
 
 
+class _PassThrough(torch.utils._python_dispatch.TorchDispatchMode):
+    """A dispatch mode that only forwards: with it active, calls must go through the ops."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_cpu_eager_path_skips_the_dispatcher_and_matches_the_ops(monkeypatch):
+    """Eager calls run flashlab::fwd / bwd's Python kernels without the dispatcher (host time:
+    flashlab.torch._eager); under a dispatch mode, a requested double backward or torch.compile
+    (compile_check) they go through the ops. Both give the same bits."""
+    calls = {"fwd": 0, "bwd": 0}
+
+    class Counting:  # the op, counting its calls (redispatch: the autograd kernel's, not counted)
+        def __init__(self, name, op):
+            self.name, self.op, self.redispatch = name, op, op.redispatch
+
+        def __call__(self, *args):
+            calls[self.name] += 1
+            return self.op(*args)
+
+    monkeypatch.setattr(fl, "_FWD", Counting("fwd", fl._FWD))
+    monkeypatch.setattr(fl, "_BWD", Counting("bwd", fl._BWD))
+    q, k, v, dout = inputs((2, 33, 47, 4, 2, 32), torch.float32, "cpu", seed=21)
+    sinks = torch.randn(4, generator=torch.Generator().manual_seed(3)).requires_grad_()
+    opts = dict(causal=True, window=(20, 3), sink_logits=sinks)
+
+    def run():
+        q2, k2, v2, s2 = (x.detach().clone().requires_grad_() for x in (q, k, v, sinks))
+        out, lse = fl.attention(q2, k2, v2, return_lse=True, **{**opts, "sink_logits": s2})
+        return [out, lse, *torch.autograd.grad(out, (q2, k2, v2, s2), dout)]
+
+    eager = run()
+    assert calls == {"fwd": 0, "bwd": 0}
+    with _PassThrough():
+        through_ops = run()
+    assert calls == {"fwd": 1, "bwd": 1}
+    for got, want in zip(eager, through_ops):
+        assert torch.equal(got, want)
+    # No grad needed: the kernel alone, same bits.
+    with torch.no_grad():
+        assert torch.equal(fl.attention(q, k, v, **opts), eager[0])
+    assert calls["fwd"] == 1
+    # create_graph: the backward goes through flashlab::bwd, whose autograd kernel refuses a
+    # second derivative.
+    q2 = q.detach().clone().requires_grad_()
+    out = fl.attention(q2, k, v, **opts)
+    (dq,) = torch.autograd.grad(out, (q2,), dout, create_graph=True)
+    assert calls["bwd"] == 2
+    with pytest.raises(RuntimeError, match="double backward is not supported"):
+        torch.autograd.grad(dq.sum(), (q2,))
+
+
 def compile_check(device, dtype, atol):
     q, k, v, dout = inputs((2, 113, 113, 4, 2, 64), dtype, device, seed=8)
     torch._dynamo.reset()
