@@ -34,7 +34,7 @@
 #               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     fwd-profile  the same for the Hopper forward (PROFILE_SHAPE, default b32 h16 s512 d128), then SDPA
 #               cuDNN's forward kernel at that shape, causal (benchmarks/sdpa_flash_once.py) -> $OUT/ncu_fwd_*,
-#               $OUT/ncu_fwd_vs_cudnn.md, $OUT/sass_fwd_hot.txt (written in session 12, not yet run)
+#               $OUT/ncu_fwd_vs_cudnn.md, $OUT/sass_fwd_hot.txt (first run in session 15: docs/perf.md)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
