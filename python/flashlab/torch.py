@@ -359,9 +359,9 @@ def _eager(*tensors) -> bool:
 
     Each pass through the dispatcher boxes the op's 19 arguments from Python and back. An eager
     forward with inputs requiring grad made two (the op, then its autograd kernel's redispatch),
-    the forward + backward four: on the H100 machine of session 15 about 50 µs of the ~150 µs of
-    host time a forward took (docs/perf.md, "Hopper forward: the host path"). At short sequences
-    the kernel is shorter than that, and a call after an L2 flush waits for the host."""
+    the forward + backward four. Skipping them took a forward's host time from 59 to 44 µs on
+    session 15's H100 machine (docs/perf.md, "Host path: eager calls without the dispatcher"),
+    which matters where the kernel is short and a call after an L2 flush waits for the host."""
     if torch.compiler.is_compiling() or _dispatch_modes() or _function_modes() or _functorch_level() is not None:
         return False
     for t in tensors:
