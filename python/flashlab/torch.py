@@ -299,12 +299,20 @@ class _BwdFunction(torch.autograd.Function):
         raise RuntimeError("flashlab::bwd has no derivative: double backward is not supported")
 
 
-def _fwd_autograd(keyset, *args):
-    keyset = keyset & _BELOW_AUTOGRAD
-    if torch.is_grad_enabled() and _any_requires_grad(*args):  # q, k, v or sink_logits
+def _forward(keyset, args):
+    """The forward with autograd where an input needs it (q, k, v or sink_logits), else the kernel
+    alone. keyset: below the Autograd key (the op's autograd kernel), or None: eager, without the
+    dispatcher (_attention, _eager)."""
+    if torch.is_grad_enabled() and _any_requires_grad(*args):
         return _FwdFunction.apply(keyset, *args)
+    if keyset is None:
+        return _fwd(*args)
     with torch._C._AutoDispatchBelowAutograd():
         return _FWD.redispatch(keyset, *args)
+
+
+def _fwd_autograd(keyset, *args):
+    return _forward(keyset & _BELOW_AUTOGRAD, args)
 
 
 def _bwd_autograd(keyset, *args):
@@ -389,9 +397,7 @@ def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=No
             float(softcap), float(dropout_p), deterministic, impl)  # fmt: skip
     if not _eager(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sink_logits):
         return _FWD(*args)
-    if torch.is_grad_enabled() and _any_requires_grad(*args):  # as _fwd_autograd decides
-        return _FwdFunction.apply(None, *args)
-    return _fwd(*args)
+    return _forward(None, args)
 
 
 def attention(
