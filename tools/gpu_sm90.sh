@@ -33,8 +33,8 @@
 #     bwd-bench flashlab bench --backward, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR
 #               also times cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     fwd-profile  the same for the Hopper forward (PROFILE_SHAPE, default b32 h16 s512 d128), then SDPA
-#               cuDNN's forward kernel at that shape, causal (benchmarks/sdpa_flash_once.py) -> $OUT/ncu_fwd_*,
-#               $OUT/ncu_fwd_vs_cudnn.md, $OUT/sass_fwd_hot.txt (first run in session 15: docs/perf.md)
+#               cuDNN's forward kernel at that shape, full and causal (benchmarks/sdpa_flash_once.py) ->
+#               $OUT/ncu_fwd_*, $OUT/ncu_fwd_vs_cudnn_{full,causal}.md, $OUT/sass_fwd_hot.txt (docs/perf.md)
 #     bwd-profile  ncu on the Hopper backward's kernels at one shape (PROFILE_SHAPE; causal and not):
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
@@ -244,11 +244,15 @@ if has fwd-profile; then
   # SDPA cuDNN's forward kernel at the same shape (benchmarks/sdpa_flash_once.py) for comparison.
   kernel_profile fwd 'device_kernel' 'device_kernel' 1 \
     "${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128}"
-  py_setup && timeout 200 ncu --metrics "$(ncu_metrics),dram__throughput.avg.pct_of_peak_sustained_elapsed" \
-    -k 'regex:fprop' -c 1 python3 benchmarks/sdpa_flash_once.py --backend cudnn \
-    ${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128} --causal > "$OUT/ncu_fwd_cudnn.txt" 2>&1
-  echo "ncu cudnn rc $?"
-  python3 tools/ncu_table.py "$OUT/ncu_fwd_causal.txt" "$OUT/ncu_fwd_cudnn.txt" | tee "$OUT/ncu_fwd_vs_cudnn.md"
+  py_setup || exit 1
+  for causal in "" "--causal"; do  # cuDNN's kernel beside ours, same shape, same mask
+    mode=full; [ -n "$causal" ] && mode=causal
+    timeout 200 ncu --metrics "$(ncu_metrics),dram__throughput.avg.pct_of_peak_sustained_elapsed" \
+      -k 'regex:fprop' -c 1 python3 benchmarks/sdpa_flash_once.py --backend cudnn \
+      ${PROFILE_SHAPE:---batch 32 --heads 16 --seqlen 512 --head-dim 128} $causal > "$OUT/ncu_fwd_cudnn_$mode.txt" 2>&1
+    echo "ncu cudnn $mode rc $?"
+    python3 tools/ncu_table.py "$OUT/ncu_fwd_$mode.txt" "$OUT/ncu_fwd_cudnn_$mode.txt" | tee "$OUT/ncu_fwd_vs_cudnn_$mode.md"
+  done
 fi
 if has kv-profile; then
   metrics=$(ncu_metrics)
