@@ -161,26 +161,32 @@ Status launch_tile(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
                             "cuda", "decode kernel launch");
 }
 
+// The tile kernel's instantiation for this call: paged or not, l.row_groups (2 only at hdim <= 128,
+// tile_row_groups' rule); any other count is an internal error rather than no launch at all.
+template <typename T, int kD>
+Status launch_tile_for(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
+  const bool paged = dp.block_table != nullptr;
+  if constexpr (kD <= 128) {
+    if (l.row_groups == 2)
+      return paged ? launch_tile<T, kD, true, 2>(dp, grid, l) : launch_tile<T, kD, false, 2>(dp, grid, l);
+  }
+  if (l.row_groups != 1)
+    return Status(StatusCode::kInternal, "decode tile kernel: no instantiation with " +
+                                             std::to_string(l.row_groups) + " row groups at head-dim bucket " +
+                                             std::to_string(kD));
+  return paged ? launch_tile<T, kD, true, 1>(dp, grid, l) : launch_tile<T, kD, false, 1>(dp, grid, l);
+}
+
 template <typename T, int kD>
 Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, const Launch& l) {
+  // Both launches report their own errors (cudaLaunchKernelEx's result).
   if (kernel == DecodeKernel::kTile) {
-    const bool paged = dp.block_table != nullptr;
-    if constexpr (kD <= 128) {
-      if (l.row_groups == 2) {
-        FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, 2>(dp, grid, l)
-                                        : launch_tile<T, kD, false, 2>(dp, grid, l)));
-      }
-    }
-    if (l.row_groups == 1) {
-      FLASHLAB_RETURN_IF_ERROR((paged ? launch_tile<T, kD, true, 1>(dp, grid, l)
-                                      : launch_tile<T, kD, false, 1>(dp, grid, l)));
-    }
+    FLASHLAB_RETURN_IF_ERROR((launch_tile_for<T, kD>(dp, grid, l)));
   } else {
     FLASHLAB_RETURN_IF_ERROR(common::cuda_error(
         common::launch_kernel(decode::decode_kernel<T, kD>, grid, dim3(decode::kThreads), 0, l.stream, l.pdl_decode, dp),
         "cuda", "decode kernel launch"));
   }
-  FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaGetLastError(), "cuda", "decode kernel launch"));
   if (dp.num_splits == 1) return Status::Ok();
   // The partials' layouts (decode_kernel.cuh, merge_and_store) as strides.
   const int64_t row = int64_t(dp.heads_q) * dp.head_dim;
