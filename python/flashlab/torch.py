@@ -44,6 +44,7 @@ tensors run; on CUDA the C++ library decides (what it refuses raises ``Unsupport
 docs/python.md has the rest.
 """
 
+from os import environ as _environ
 from typing import List, Optional, Tuple
 
 try:
@@ -299,11 +300,39 @@ class _BwdFunction(torch.autograd.Function):
         raise RuntimeError("flashlab::bwd has no derivative: double backward is not supported")
 
 
+def _load_torch_ext():
+    """flashlab._torch_ext (python/src/torch_ext.cpp): the eager backward as a C++ autograd node, or
+    None where it was not built or was built against another torch (the Python Function then serves).
+    FLASHLAB_TORCH_EXT=0 in the environment turns it off, read per call (A/B timing, debugging)."""
+    try:
+        from . import _torch_ext, _torch_ext_build
+    except ImportError:
+        return None
+    if _torch_ext_build.TORCH_VERSION != torch.__version__:
+        return None
+    _torch_ext.set_errors(FlashlabError, UnsupportedError)
+    return _torch_ext
+
+
+_ext = _load_torch_ext()
+
+
+def _ext_active():
+    """_torch_ext unless missing or turned off (FLASHLAB_TORCH_EXT=0) for this call."""
+    return _ext if _environ.get("FLASHLAB_TORCH_EXT") != "0" else None
+
+
 def _forward(keyset, args):
     """The forward with autograd where an input needs it (q, k, v or sink_logits), else the kernel
     alone. keyset: below the Autograd key (the op's autograd kernel), or None: eager, without the
-    dispatcher (_attention, _eager)."""
+    dispatcher (_attention, _eager). Eager calls with _torch_ext attach its C++ node to `out`
+    instead of applying _FwdFunction: the backward then runs without Python."""
     if torch.is_grad_enabled() and _any_requires_grad(*args):
+        ext = _ext_active() if keyset is None else None
+        if ext is not None:
+            out, lse = _fwd(*args)
+            ext.attach(out, lse, *args)
+            return out, lse
         return _FwdFunction.apply(keyset, *args)
     if keyset is None:
         return _fwd(*args)

@@ -39,7 +39,8 @@ def make(batch, seqlen, heads, head_dim):
 
 # f(q, k, v, causal) for each implementation: flashlab.bench's own, so the calls are the grid's.
 IMPLS = [(name, make_impl(spec, torch)) for name, spec in
-         (("flashlab", "flashlab:auto"), ("sdpa_cudnn", "sdpa_cudnn"), ("sdpa_flash", "sdpa_flash"))]
+         (("flashlab", "flashlab:auto"), ("flashlab, no _torch_ext", "flashlab:auto@FLASHLAB_TORCH_EXT=0"),
+          ("sdpa_cudnn", "sdpa_cudnn"), ("sdpa_flash", "sdpa_flash"))]
 
 
 def causal_fn(fn):

@@ -13,12 +13,6 @@ using flashlab::Device;
 using flashlab::DType;
 using flashlab::Status;
 
-void fail(const std::string& message) { throw StatusError(Status::Invalid(message)); }
-
-void throw_if_error(const Status& status) {
-  if (!status.ok()) throw StatusError(status);
-}
-
 namespace {
 
 template <typename... Args>
@@ -261,28 +255,6 @@ const float* sinks_ptr(const char* name, const InArray& a, const AttentionConfig
     fail(cat(name, ".shape ", shape_str(a), " must be (heads_q,) = (", c.heads_q, ",)"));
   if (c.heads_q > 1 && a.stride(0) != 1) fail(cat(name, ".stride(0) (", a.stride(0), ") must be 1"));
   return static_cast<const float*>(a.data());
-}
-
-void set_options(const Options& o, AttentionConfig* c) {
-  c->softmax_scale = o.softmax_scale ? static_cast<float>(*o.softmax_scale)
-                                     : std::numeric_limits<float>::quiet_NaN();  // NaN: 1/sqrt(head_dim)
-  c->causal = o.causal;
-  if (o.causal_align == "bottom_right") {
-    c->causal_align = flashlab::CausalAlign::kBottomRight;
-  } else if (o.causal_align == "top_left") {
-    c->causal_align = flashlab::CausalAlign::kTopLeft;
-  } else {
-    fail(cat("causal_align ('", o.causal_align, "') must be 'bottom_right' or 'top_left'"));
-  }
-  c->window_left = o.window_left;
-  c->window_right = o.window_right;
-  c->softcap = static_cast<float>(o.softcap);
-  c->dropout_p = static_cast<float>(o.dropout_p);
-  c->dropout_seed = o.dropout_seed;
-  c->dropout_offset = o.dropout_offset;
-  throw_if_error(flashlab::parse_impl(o.impl, &c->impl));
-  c->num_threads = o.num_threads;
-  c->stream = reinterpret_cast<void*>(o.stream);
 }
 
 void provide_workspace(const nb::object& allocator, int64_t bytes, const Layout& L, flashlab::AttentionConfig* c,

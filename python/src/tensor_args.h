@@ -17,6 +17,7 @@
 #include <string>
 
 #include "flashlab/flashlab.h"
+#include "options.h"
 
 namespace flashlab_py {
 
@@ -26,21 +27,6 @@ namespace nb = nanobind;
 // is used in place or rejected, never silently copied.
 using InArray = nb::ndarray<nb::ro>;
 using OutArray = nb::ndarray<>;
-
-// A failed call. The module's exception translator turns it into flashlab.FlashlabError, or
-// flashlab.UnsupportedError for StatusCode::kUnsupported, carrying status.message().
-class StatusError : public std::exception {
- public:
-  explicit StatusError(flashlab::Status s) : status_(std::move(s)) {}
-  const flashlab::Status& status() const { return status_; }
-  const char* what() const noexcept override { return status_.message().c_str(); }
-
- private:
-  flashlab::Status status_;
-};
-
-[[noreturn]] void fail(const std::string& message);  // throws StatusError(kInvalidArgument)
-void throw_if_error(const flashlab::Status& status);
 
 // Where a tensor lives, as flashlab names it.
 struct Placement {
@@ -99,22 +85,6 @@ void set_alibi(const InArray& slopes, const Layout& L, flashlab::AttentionConfig
 // backward's dsink (output). Return the data pointer after checking dtype, shape and placement.
 const float* sinks_ptr(const char* name, const InArray& a, const flashlab::AttentionConfig& c, const Layout& L);
 
-// The scalar options shared by the forward and backward calls.
-struct Options {
-  std::optional<double> softmax_scale;
-  bool causal = false;
-  std::string causal_align = "bottom_right";
-  int64_t window_left = -1;
-  int64_t window_right = -1;
-  double softcap = 0.0;
-  double dropout_p = 0.0;
-  uint64_t dropout_seed = 0;
-  uint64_t dropout_offset = 0;
-  std::string impl = "auto";
-  int num_threads = 0;
-  uintptr_t stream = 0;
-};
-void set_options(const Options& o, flashlab::AttentionConfig* c);
 
 // Small helpers shared with kvcache.cpp: "(2, 3)", "bfloat16", a dtype test, flashlab's DType of
 // a float tensor (anything else fails naming `name`), and where a tensor lives.

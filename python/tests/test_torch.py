@@ -211,9 +211,132 @@ def test_cpu_eager_path_skips_the_dispatcher_and_matches_the_ops(monkeypatch):
     q2 = q.detach().clone().requires_grad_()
     out = fl.attention(q2, k, v, **opts)
     (dq,) = torch.autograd.grad(out, (q2,), dout, create_graph=True)
-    assert calls["bwd"] == 2
+    # (through fl._BWD from the Python Function; from _torch_ext's node, the op by the dispatcher)
+    assert calls["bwd"] == (1 if fl._ext_active() is not None else 2)
+    assert "_BwdFunction" in type(dq.grad_fn).__name__  # flashlab::bwd's autograd kernel
     with pytest.raises(RuntimeError, match="double backward is not supported"):
         torch.autograd.grad(dq.sum(), (q2,))
+
+
+def _torch_ext_or_skip():
+    """flashlab._torch_ext where this build has it; CI's must (tools/setup.sh installs torch with CUDA)."""
+    import os
+
+    if fl._ext is None:
+        assert os.environ.get("CI") != "true", "CI builds flashlab._torch_ext: it failed to build or import"
+        pytest.skip("flashlab._torch_ext is not built here (torch without CUDA, or no CUDA toolkit)")
+    if fl._ext_active() is None:
+        pytest.skip("FLASHLAB_TORCH_EXT=0")
+    return fl._ext
+
+
+def _grads_both_ways(monkeypatch, q, k, v, dout, wrt=None, **opts):
+    """(out, lse, grads) through _torch_ext's C++ node and through the Python Function."""
+    results = []
+    for ext in (fl._ext, None):
+        monkeypatch.setattr(fl, "_ext", ext)
+        leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in (q, k, v)]
+        sinks = opts.get("sink_logits")
+        if sinks is not None:
+            opts["sink_logits"] = sinks.detach().clone().requires_grad_(sinks.requires_grad)
+        out, lse = fl.attention(*leaves, return_lse=True, **opts)
+        if ext is not None:
+            assert out.grad_fn.name() == "FlashlabAttentionBackward"
+        else:
+            assert "_FwdFunction" in type(out.grad_fn).__name__
+        targets = [leaves[i] for i in (wrt or (0, 1, 2))]
+        if sinks is not None and sinks.requires_grad:
+            targets.append(opts["sink_logits"])
+        if opts.get("dropout_p"):
+            torch.manual_seed(0)  # the seed is drawn in the forward; nothing else is random
+        results.append((out, lse, torch.autograd.grad(out, targets, dout)))
+    return results
+
+
+@pytest.mark.parametrize("case", ["gqa_causal_window_sinks", "varlen_alibi", "dropout_softcap", "frozen_sinks_dq_only",
+                                  "noncontiguous_dout"])
+def test_cpu_torch_ext_node_matches_the_python_function(monkeypatch, case):
+    """The C++ autograd node (flashlab._torch_ext) gives the Python Function's bits, feature by feature."""
+    _torch_ext_or_skip()
+    q, k, v, dout = inputs((2, 33, 47, 4, 2, 32), torch.float32, "cpu", seed=31)
+    g = torch.Generator().manual_seed(32)
+    opts, wrt = {}, None
+    if case == "gqa_causal_window_sinks":
+        opts = dict(causal=True, window=(20, 3), sink_logits=torch.randn(4, generator=g).requires_grad_())
+    elif case == "varlen_alibi":
+        lens_q, lens_k = [5, 0, 17], [9, 3, 30]
+        cu = lambda lens: torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)  # noqa: E731
+        q = torch.randn(sum(lens_q), 4, 32, generator=g).requires_grad_()
+        k, v = (torch.randn(sum(lens_k), 2, 32, generator=g).requires_grad_() for _ in range(2))
+        dout = torch.randn(sum(lens_q), 4, 32, generator=g)
+        opts = dict(cu_seqlens_q=cu(lens_q), cu_seqlens_k=cu(lens_k), max_seqlen_q=17, max_seqlen_k=30,
+                    causal=True, alibi_slopes=torch.rand(3, 4, generator=g))
+    elif case == "dropout_softcap":
+        torch.manual_seed(7)
+        opts = dict(dropout_p=0.25, softcap=3.0, generator=torch.Generator().manual_seed(9))
+    elif case == "frozen_sinks_dq_only":
+        opts, wrt = dict(sink_logits=torch.randn(4, generator=g), causal_align="top_left", causal=True), (0,)
+    else:
+        dout = dout.transpose(1, 2).contiguous().transpose(1, 2)
+        opts = dict(softmax_scale=0.3, deterministic=True)
+    if case == "dropout_softcap":  # the same generator state for both runs
+        gen_state = opts["generator"].get_state()
+        (a, b) = [], []
+        for ext, out in ((fl._ext, a), (None, b)):
+            opts["generator"].set_state(gen_state)
+            monkeypatch.setattr(fl, "_ext", ext)
+            q2, k2, v2 = (x.detach().clone().requires_grad_() for x in (q, k, v))
+            o = fl.attention(q2, k2, v2, **opts)
+            out += [o, *torch.autograd.grad(o, (q2, k2, v2), dout)]
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+        return
+    (out_c, lse_c, grads_c), (out_p, lse_p, grads_p) = _grads_both_ways(monkeypatch, q, k, v, dout, wrt, **opts)
+    assert torch.equal(out_c, out_p) and torch.equal(lse_c, lse_p)
+    assert len(grads_c) == len(grads_p)
+    for x, y in zip(grads_c, grads_p):
+        assert x is not None and torch.isfinite(x).all() and torch.equal(x, y)
+
+
+def test_cpu_torch_ext_node_autograd_rules():
+    """The C++ node keeps autograd's rules: saved tensors checked for in-place changes, the graph
+    freed after a backward unless retained, LSE not differentiable, modes see the op, no forward AD."""
+    _torch_ext_or_skip()
+    q, k, v, dout = inputs((1, 17, 17, 2, 2, 16), torch.float32, "cpu", seed=33)
+    out, lse = fl.attention(q, k, v, causal=True, return_lse=True)
+    assert out.grad_fn.name() == "FlashlabAttentionBackward" and lse.grad_fn is None and not lse.requires_grad
+    first = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+    again = torch.autograd.grad(out, (q, k, v), dout)
+    for x, y in zip(first, again):
+        assert torch.equal(x, y)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        torch.autograd.grad(out, (q, k, v), dout)
+    out = fl.attention(q, k, v)
+    with torch.no_grad():
+        k.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(out, (q,), dout)
+    # A dispatch mode active during the backward sees flashlab::bwd (the node takes the op).
+    seen = []
+
+    class Recording(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    out = fl.attention(q, k, v)
+    with Recording():
+        via_op = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+    assert any("flashlab.bwd" in name for name in seen)
+    direct = torch.autograd.grad(out, (q, k, v), dout)
+    for x, y in zip(via_op, direct):
+        assert torch.equal(x, y)
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        qd = fwAD.make_dual(q.detach(), torch.randn_like(q))
+        with pytest.raises(RuntimeError, match="forward-mode derivative"):
+            fl.attention(qd, k, v)
 
 
 def compile_check(device, dtype, atol):
