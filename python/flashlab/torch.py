@@ -17,6 +17,10 @@ Two ops, ``flashlab::fwd`` and ``flashlab::bwd``, defined with ``torch.library.L
 * the autograd kernel (a ``torch.autograd.Function`` at the Autograd key) makes ``flashlab::bwd``
   the derivative of ``flashlab::fwd``.
 
+Eager calls skip the dispatcher (``_eager``), and where ``flashlab._torch_ext`` is built their
+backward is a C++ autograd node (python/src/torch_ext.cpp: no Python in the backward; the op
+path where something must see it): see ``_forward``.
+
 Tensors cross into C++ as DLPack capsules made with ``torch.utils.dlpack.to_dlpack``: it performs
 no cross-stream synchronization (``__dlpack__()`` with its default ``stream=None`` in older torch
 versions would record an event on the current stream — fatal inside graph capture) and none of

@@ -16,7 +16,8 @@ flashlab.torch beside SDPA (cuDNN and flash backends):
    by own time (the C++ call is inside flashlab.torch._call); then torch.profiler's table of the
    same calls, CUDA runtime calls (launches, memsets, allocations, synchronizations) included.
 The implementations are flashlab.bench's (make_impl), so the calls are the ones the grid times.
-(Not re-run on the GPU since it took make_impl: session 12's figures came from the version before.)
+"flashlab, no _torch_ext" is flashlab.torch with FLASHLAB_TORCH_EXT=0 (its Python autograd Function
+instead of the C++ node): both in one process (docs/perf.md, session 17).
 """
 
 import cProfile

@@ -386,8 +386,8 @@ def test_implementations_and_build_info():
 
 
 def test_extension_exports_only_its_init():
-    """_core must not export symbols beyond PyInit__core (python/CMakeLists.txt: an exported static
-    copy of libstdc++ in the module crashed torch and libflashlab on the GPU machine)."""
+    """_core (and _torch_ext where built) must not export symbols beyond their PyInit (python/CMakeLists.txt:
+    an exported static copy of libstdc++ in the module crashed torch and libflashlab on the GPU machine)."""
     import shutil
     import subprocess
     import sys
@@ -397,11 +397,19 @@ def test_extension_exports_only_its_init():
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("binutils nm not installed")
-    out = subprocess.run([nm, "-D", "--defined-only", _core.__file__], capture_output=True, text=True, check=True)
-    names = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
-    assert "PyInit__core" in names
-    extra = [n for n in names if n != "PyInit__core"]
-    assert not extra, f"_core exports {len(extra)} more symbols, e.g. {extra[:5]}"
+    modules = [("_core", _core.__file__)]
+    import glob
+    import os
+
+    # flashlab._torch_ext (built where torch has CUDA) is linked the same way; found without
+    # importing it (that would import torch).
+    modules += [("_torch_ext", f) for f in glob.glob(os.path.join(os.path.dirname(_core.__file__), "_torch_ext*.so"))]
+    for name, path in modules:
+        out = subprocess.run([nm, "-D", "--defined-only", path], capture_output=True, text=True, check=True)
+        names = [line.split()[-1] for line in out.stdout.splitlines() if line.strip()]
+        assert f"PyInit_{name}" in names
+        extra = [n for n in names if n != f"PyInit_{name}"]
+        assert not extra, f"{name} exports {len(extra)} more symbols, e.g. {extra[:5]}"
 
 
 # ---------------------------------------------------------------------------------------------
