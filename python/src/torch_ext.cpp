@@ -123,13 +123,8 @@ struct FlashlabAttentionBackward : public Node {
   // Saved inputs (q, k, v, alibi, sinks, cu_seqlens, rng_state) and outputs (out, lse).
   SavedVariable q_, k_, v_, out_, lse_, cu_q_, cu_k_, alibi_, sinks_, rng_state_;
   int64_t max_q_ = 0, max_k_ = 0;
-  std::optional<double> softmax_scale_;
-  bool causal_ = false;
-  std::string causal_align_;
-  int64_t window_left_ = -1, window_right_ = -1;
-  double softcap_ = 0.0, dropout_p_ = 0.0;
+  Options options_;  // the forward's scalar options; the dropout seed and the stream are set per call
   bool deterministic_ = false;
-  std::string impl_;
 
   std::string name() const override { return "FlashlabAttentionBackward"; }
 
@@ -164,11 +159,12 @@ struct FlashlabAttentionBackward : public Node {
                            const at::Tensor& rng_state, bool sink_grad) {
     static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("flashlab::bwd", "");
     const auto opt = [](const at::Tensor& t) { return t.defined() ? c10::IValue(t) : c10::IValue(); };
+    const Options& o = options_;
     torch::jit::Stack stack{dout, q, k, v, out, lse, opt(cu_q), opt(cu_k), c10::SymInt(max_q_),
                             c10::SymInt(max_k_), opt(alibi), opt(sinks), opt(rng_state),
-                            softmax_scale_ ? c10::IValue(*softmax_scale_) : c10::IValue(), causal_, causal_align_,
-                            c10::SymInt(window_left_), c10::SymInt(window_right_), softcap_, dropout_p_,
-                            deterministic_, impl_, sink_grad};
+                            o.softmax_scale ? c10::IValue(*o.softmax_scale) : c10::IValue(), o.causal,
+                            o.causal_align, c10::SymInt(o.window_left), c10::SymInt(o.window_right), o.softcap,
+                            o.dropout_p, deterministic_, o.impl, sink_grad};
     op.callBoxed(&stack);
     variable_list grads{stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(), at::Tensor()};
     if (sink_grad) grads[3] = stack[3].toTensor();
@@ -210,20 +206,12 @@ struct FlashlabAttentionBackward : public Node {
       p.seqlen_q = q.size(1);
       p.seqlen_k = k.size(1);
     }
-    Options o;
-    o.softmax_scale = softmax_scale_;
-    o.causal = causal_;
-    o.causal_align = causal_align_;
-    o.window_left = window_left_;
-    o.window_right = window_right_;
-    o.softcap = softcap_;
-    o.dropout_p = dropout_p_;
-    if (dropout_p_ > 0.0 && rng_state.defined()) {  // [seed, offset], int64 on the CPU (flashlab.torch._rng)
+    Options o = options_;
+    if (o.dropout_p > 0.0 && rng_state.defined()) {  // [seed, offset], int64 on the CPU (flashlab.torch._rng)
       const int64_t* s = rng_state.const_data_ptr<int64_t>();
       o.dropout_seed = static_cast<uint64_t>(s[0]);
       o.dropout_offset = static_cast<uint64_t>(s[1]);
     }
-    o.impl = impl_;
     if (cuda) o.stream = reinterpret_cast<uintptr_t>(c10::cuda::getCurrentCUDAStream(q.get_device()).stream());
     set_options(o, &p);
     if (alibi.defined()) {
@@ -298,15 +286,16 @@ PyObject* attach(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   node->alibi_ = SavedVariable(as_tensor(args[9]), false);
   node->sinks_ = SavedVariable(sinks, false);
   node->rng_state_ = SavedVariable(as_tensor(args[11]), false);
-  node->softmax_scale_ = as_opt_double(args[12]);
-  node->causal_ = PyObject_IsTrue(args[13]) == 1;
-  node->causal_align_ = as_str(args[14]);
-  node->window_left_ = as_int(args[15]);
-  node->window_right_ = as_int(args[16]);
-  node->softcap_ = PyFloat_AsDouble(args[17]);
-  node->dropout_p_ = PyFloat_AsDouble(args[18]);
+  Options& o = node->options_;
+  o.softmax_scale = as_opt_double(args[12]);
+  o.causal = PyObject_IsTrue(args[13]) == 1;
+  o.causal_align = as_str(args[14]);
+  o.window_left = as_int(args[15]);
+  o.window_right = as_int(args[16]);
+  o.softcap = PyFloat_AsDouble(args[17]);
+  o.dropout_p = PyFloat_AsDouble(args[18]);
   node->deterministic_ = PyObject_IsTrue(args[19]) == 1;
-  node->impl_ = as_str(args[20]);
+  o.impl = as_str(args[20]);
   if (PyErr_Occurred()) return nullptr;
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
