@@ -2,7 +2,6 @@
 #include "tensor_args.h"
 
 #include <cmath>
-#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -11,7 +10,6 @@ namespace flashlab_py {
 using flashlab::AttentionConfig;
 using flashlab::Device;
 using flashlab::DType;
-using flashlab::Status;
 
 namespace {
 

@@ -272,20 +272,8 @@ PyObject* attach(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                 "flashlab attention has no forward-mode derivative (a tangent was given with an input)");
   auto node = std::shared_ptr<FlashlabAttentionBackward>(new FlashlabAttentionBackward(),
                                                          torch::autograd::deleteNode);
-  node->set_next_edges(torch::autograd::collect_next_edges(q, k, v, sinks));
-  torch::autograd::set_history(out, node);  // lse gets no history: it is not differentiable
-  node->q_ = SavedVariable(q, false);
-  node->k_ = SavedVariable(k, false);
-  node->v_ = SavedVariable(v, false);
-  node->out_ = SavedVariable(out, true);
-  node->lse_ = SavedVariable(lse, false);
-  node->cu_q_ = SavedVariable(as_tensor(args[5]), false);
-  node->cu_k_ = SavedVariable(as_tensor(args[6]), false);
   node->max_q_ = as_int(args[7]);
   node->max_k_ = as_int(args[8]);
-  node->alibi_ = SavedVariable(as_tensor(args[9]), false);
-  node->sinks_ = SavedVariable(sinks, false);
-  node->rng_state_ = SavedVariable(as_tensor(args[11]), false);
   Options& o = node->options_;
   o.softmax_scale = as_opt_double(args[12]);
   o.causal = PyObject_IsTrue(args[13]) == 1;
@@ -296,7 +284,19 @@ PyObject* attach(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   o.dropout_p = PyFloat_AsDouble(args[18]);
   node->deterministic_ = PyObject_IsTrue(args[19]) == 1;
   o.impl = as_str(args[20]);
-  if (PyErr_Occurred()) return nullptr;
+  if (PyErr_Occurred()) return nullptr;  // a scalar of the wrong type: `out` is left untouched
+  node->set_next_edges(torch::autograd::collect_next_edges(q, k, v, sinks));
+  torch::autograd::set_history(out, node);  // lse gets no history: it is not differentiable
+  node->q_ = SavedVariable(q, false);
+  node->k_ = SavedVariable(k, false);
+  node->v_ = SavedVariable(v, false);
+  node->out_ = SavedVariable(out, true);
+  node->lse_ = SavedVariable(lse, false);
+  node->cu_q_ = SavedVariable(as_tensor(args[5]), false);
+  node->cu_k_ = SavedVariable(as_tensor(args[6]), false);
+  node->alibi_ = SavedVariable(as_tensor(args[9]), false);
+  node->sinks_ = SavedVariable(sinks, false);
+  node->rng_state_ = SavedVariable(as_tensor(args[11]), false);
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
