@@ -9,8 +9,12 @@
 #               as $OUT/libflashlab.so.xz (carry it as build-carry/lib/libflashlab.so.xz next time)
 #     sweep     a smoke call per bucket through the CLI (checked, under a timeout), then
 #               test_cuda_forward (SWEEP configurations per implementation, default 1000;
-#               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*')
-#     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep
+#               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*'), then the
+#               cuda_sm90 sweep again with each tile of SWEEP_TILES forced (FLASHLAB_SM90_FWD_TILE;
+#               default "128x176 128x128": hdim 128's long tile and hdim 64's short one on every
+#               shape; SWEEP_FORCED configurations each, default 400)
+#     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep, then the same
+#               with each tile of SWEEP_TILES forced
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR also times
 #               cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
@@ -85,13 +89,21 @@ if has sweep; then
     --gtest_filter="${SWEEP_FILTER:-*}" > "$OUT/sweep.txt" 2>&1
   echo "sweep rc $?" >> "$OUT/sweep.txt"
   grep -E "sweep|FAILED|PASSED|rc " "$OUT/sweep.txt" | tail -20
+  for tile in ${SWEEP_TILES-128x176 128x128}; do
+    FLASHLAB_SM90_FWD_TILE=$tile FLASHLAB_SM80_SWEEP=${SWEEP_FORCED:-400} timeout ${SWEEP_TIMEOUT:-420} \
+      "$BIN/test_cuda_forward" --gtest_filter='*Sweep/cuda_sm90' > "$OUT/sweep_$tile.txt" 2>&1
+    echo "sweep tile $tile rc $?" >> "$OUT/sweep_$tile.txt"
+    grep -E "sweep|FAILED|PASSED|rc " "$OUT/sweep_$tile.txt" | tail -8
+  done
 fi
 if has sanitize; then
-  for tool in memcheck racecheck synccheck; do
-    FLASHLAB_SM80_SWEEP=${SAN_SWEEP:-12} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
-      compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_forward" \
-      --gtest_filter='*Sweep/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/san_$tool.txt"
-    echo "$tool rc ${PIPESTATUS[0]}" | tee -a "$OUT/san_$tool.txt"
+  for tile in "" ${SWEEP_TILES-128x176 128x128}; do
+    for tool in memcheck racecheck synccheck; do
+      FLASHLAB_SM90_FWD_TILE=$tile FLASHLAB_SM80_SWEEP=${SAN_SWEEP:-12} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
+        compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_forward" \
+        --gtest_filter='*Sweep/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/san_$tool$tile.txt"
+      echo "$tool${tile:+ tile $tile} rc ${PIPESTATUS[0]}" | tee -a "$OUT/san_$tool$tile.txt"
+    done
   done
 fi
 if has bench; then

@@ -70,6 +70,11 @@ struct FlashFwdKernel {
   static constexpr bool kRegRealloc = Stages_::kRegRealloc;
   static constexpr bool kPingPong = Stages_::kPingPong;
   static constexpr bool kOverlap = Stages_::kOverlap;
+  // Where ptxas wants the consumer's code inlined whole (nvcc 13.0, checked by the ptxas gate): at
+  // 128 x 176 a call to consume() puts a function boundary inside the wgmma pipeline (C7510) and
+  // spills; inlining it at 128 x 80 (hdim 256) makes ptxas inject warpgroup.arrive (C7519). The
+  // other tiles compile to the same SASS either way (operator() is inlined into the kernel always).
+  static constexpr bool kInlineConsumer = kBlockN > 128;
   using PipelineK = typename Mainloop::PipelineK;
   using PipelineV = typename Mainloop::PipelineV;
   using PipelineState = typename Mainloop::PipelineState;
@@ -90,7 +95,7 @@ struct FlashFwdKernel {
   // max_ctas: the grid's CTAs at most (the SM count: persistent CTAs; >= the tiles: one tile each).
   static dim3 grid(const Params& params, int max_ctas) { return TileScheduler::grid(params.scheduler, max_ctas); }
 
-  __device__ void operator()(const Params& params, SharedStorage& smem) const {
+  __device__ __forceinline__ void operator()(const Params& params, SharedStorage& smem) const {
     const int warp_idx = cutlass::canonical_warp_idx_sync();
     const int warp_group = cutlass::canonical_warp_group_idx();
     if (warp_idx == 0 && cute::elect_one_sync()) {
@@ -127,7 +132,10 @@ struct FlashFwdKernel {
         if (t < 0) break;
         const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
         if (tile.m_block * kBlockM >= tile.q_len) continue;  // varlen: past this sequence's end (CTA-uniform)
-        consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+        if constexpr (kInlineConsumer)
+          consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+        else
+          consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
         ++q_loads;
       }
       if constexpr (kPingPong) {
@@ -181,10 +189,18 @@ struct FlashFwdKernel {
     smem.barrier_q_empty.arrive();
   }
 
-  // One tile, one consumer thread: the mainloop, then the epilogue.
+  // One tile, one consumer thread: consume_tile() as a call where ptxas chooses to keep it one.
   __device__ void consume(const Params& params, SharedStorage& smem, const common::WorkTile& tile,
                           PipelineK& pipeline_k, PipelineV& pipeline_v, PipelineState& state_k,
                           PipelineState& state_v, int q_phase) const {
+    consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_phase);
+  }
+
+  // One tile, one consumer thread: the mainloop, then the epilogue.
+  __device__ __forceinline__ void consume_tile(const Params& params, SharedStorage& smem,
+                                               const common::WorkTile& tile, PipelineK& pipeline_k,
+                                               PipelineV& pipeline_v, PipelineState& state_k,
+                                               PipelineState& state_v, int q_phase) const {
     const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
     const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;

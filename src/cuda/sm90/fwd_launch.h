@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -84,38 +85,47 @@ int64_t fwd_tile_work(const common::FwdArguments& args) {
   return blocks * kBlockM;
 }
 
+// FLASHLAB_SM90_FWD_TILE=MxN (e.g. 128x176) forces the tile of that shape where the head dim's
+// bucket compiles it (tile_size.h: the default, short and long tiles), for A/B measurements and
+// tests; a shape the bucket lacks: the default tile; unset or empty: the rules below. Read at each
+// launch.
+inline bool forced_fwd_tile(int block_m, int block_n, bool* forced_any) {
+  const char* forced = std::getenv("FLASHLAB_SM90_FWD_TILE");
+  if (forced == nullptr || *forced == '\0') return false;
+  *forced_any = true;
+  char name[24];
+  std::snprintf(name, sizeof(name), "%dx%d", block_m, block_n);
+  return std::strcmp(forced, name) == 0;
+}
+
 // Head dims with a second, narrower tile (tile_size.h fwd_short_tile_size): the narrow one when it
 // computes enough fewer products to beat the wide tile's better efficiency, on short query
 // sequences (causal 512: 1,280 rows x blocks at 128 x 128 against 1,728 at 192 x 128).
-// FLASHLAB_SM90_FWD_TILE=wide / narrow forces either (A/B measurements).
 template <typename Wide, typename Narrow>
 bool use_short_tile(const common::FwdArguments& args) {
-  const char* forced = std::getenv("FLASHLAB_SM90_FWD_TILE");
-  if (forced != nullptr && std::strcmp(forced, "narrow") == 0) return true;
-  if (forced != nullptr && std::strcmp(forced, "wide") == 0) return false;
   if (args.seq.seqlen_q > kShortSeqlen) return false;
   const int64_t wide = fwd_tile_work<Wide::kBlockM, Wide::kBlockN>(args);
   const int64_t narrow = fwd_tile_work<Narrow::kBlockM, Narrow::kBlockN>(args);
   return narrow * 100 < wide * kShortTileEfficiencyPct;
 }
 
+// Head dims with a wider key block for long key sequences (tile_size.h fwd_long_tile_size): any
+// mask but a sliding window's left edge.
+inline bool use_long_tile(const common::FwdArguments& args) {
+  return args.score.window_left < 0 && args.seq.seqlen_k >= kLongTileMinSeqlenK;
+}
+
 template <DType kDType, int kHeadDim>
 Status run_fwd(const common::FwdArguments& args, void* stream) {
   using Element = typename common::ElementOf<kDType>::type;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
   constexpr FwdTileSize kTile = fwd_tile_size(kHeadDim);
   using Traits = FwdTraits<kHeadDim, kTile.block_m, kTile.block_n, kTile.stages, Element>;
-  if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
-    constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
-    using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
-    if (use_short_tile<Traits, ShortTraits>(args))
-      return launch_fwd<FwdKernel<ShortTraits>>(args, static_cast<cudaStream_t>(stream));
-  }
 #if defined(FLASHLAB_SM90_ABLATION)
   // The stage table of docs/perf.md: a build with -DFLASHLAB_SM90_ABLATION picks FlashAttention-3's
-  // techniques at run time from FLASHLAB_SM90_STAGES (serial | pingpong | overlap | all). Never in a
-  // normal build: each variant is one more kernel per instantiation.
+  // techniques at run time from FLASHLAB_SM90_STAGES (serial | pingpong | overlap | all), on the
+  // default tile. Never in a normal build: each variant is one more kernel per instantiation.
   const char* stages = std::getenv("FLASHLAB_SM90_STAGES");
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (stages != nullptr && std::strcmp(stages, "serial") == 0)
     return launch_fwd<FwdKernel<Traits, Stages<true, false, false>>>(args, s);
   if (stages != nullptr && std::strcmp(stages, "pingpong") == 0)
@@ -123,7 +133,21 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   if (stages != nullptr && std::strcmp(stages, "overlap") == 0)
     return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
 #endif
-  return launch_fwd<FwdKernel<Traits>>(args, static_cast<cudaStream_t>(stream));
+  bool forced = false;
+  if (forced_fwd_tile(kTile.block_m, kTile.block_n, &forced)) return launch_fwd<FwdKernel<Traits>>(args, s);
+  if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
+    constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
+    using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
+    if (forced ? forced_fwd_tile(kShort.block_m, kShort.block_n, &forced) : use_short_tile<Traits, ShortTraits>(args))
+      return launch_fwd<FwdKernel<ShortTraits>>(args, s);
+  }
+  if constexpr (fwd_long_tile_size(kHeadDim).block_m != 0) {
+    constexpr FwdTileSize kLong = fwd_long_tile_size(kHeadDim);
+    using LongTraits = FwdTraits<kHeadDim, kLong.block_m, kLong.block_n, kLong.stages, Element>;
+    if (forced ? forced_fwd_tile(kLong.block_m, kLong.block_n, &forced) : use_long_tile(args))
+      return launch_fwd<FwdKernel<LongTraits>>(args, s);
+  }
+  return launch_fwd<FwdKernel<Traits>>(args, s);
 }
 
 }  // namespace sm90

@@ -14,6 +14,7 @@
 //   64     192 x 128  24 + 32 + 32 = 88 KiB    64 + 32 + 32
 //   96     128 x 128  24 + 48 + 48 = 120 KiB   64 + 32 + 48
 //   128    128 x 128  32 + 64 + 64 = 160 KiB   64 + 32 + 64
+//          128 x 176  32 + 88 + 88 = 208 KiB   88 + 44 + 64   (long key sequences, below)
 //   192    128 x 112  48 + 84 + 84 = 216 KiB   56 + 28 + 96
 //   256    128 x 80   64 + 80 + 80 = 224 KiB   40 + 20 + 128
 // ptxas (nvcc 13.0, sm_90a, -DNDEBUG): every bucket 0 spills, no C75xx, 168 registers at entry
@@ -21,9 +22,9 @@
 // forward"): 16k non-causal 451 / 588 / 662 TFLOP/s at hdim 64 / 128 / 256 with 128 x 128 at 64.
 // hdim 64, 192 x 128 against 128 x 128 (H100, 2026-11-24, python -m flashlab.bench, one process):
 // 16k 531 vs 456 (causal 489 vs 457), 2k 415 vs 407 (340 vs 319), 512 270 vs 275 (144 vs 145).
-// Not kept: FlashAttention-3's 128 x 176 (hdim 128, non-causal): ptxas does not inline the
-// variant's mask code at that width (C7510) and spills. 128 x 160 (session 13): the consumer's
-// loop was not inlined either (C7510 at the call), and __forceinline__ on it spilled 76 bytes.
+// 128 x 176 failed twice (sessions 12, 13: C7510 at a call, spills) before session 18 found why:
+// a call left in the consumer's path (consume(), or operator() once consume() alone was forced
+// inline); with both inlined it compiles clean (flash_fwd_kernel.h kInlineConsumer).
 #pragma once
 
 namespace flashlab {
@@ -52,6 +53,22 @@ constexpr FwdTileSize fwd_short_tile_size(int head_dim) {
 }
 constexpr int kShortSeqlen = 4096;  // longer query sequences keep the wide tile (no host count)
 constexpr int kShortTileEfficiencyPct = 86;
+
+// A wider key block for long key sequences (FlashAttention-3's non-causal 128 x 176 at hdim 128;
+// fwd_launch.h use_long_tile): a key block's fixed cost (the O rescale, the barriers, the wgmma
+// waits) spreads over 176 keys instead of 128. Q + K + V = 32 + 88 + 88 = 208 KiB, so O goes
+// through Q's tile (no room for its own); S + P + O = 88 + 44 + 64 registers of 240, 0 spills
+// with the consumer inlined whole (flash_fwd_kernel.h kInlineConsumer). {0, 0, 0}: none.
+// hdim 128, 128 x 176 against 128 x 128 (H100, 2026-11-25, flashlab bench, kernel TFLOP/s, 16k
+// tokens): 16k 702-706 vs 619-669 (causal 688 vs 663), 8k 675-678 vs 660 (causal 621 vs 605),
+// 4k 641-643 vs 636-638 (causal 547 vs 551), 2k 602 vs 619 (causal 456 vs 495), 1k 516 vs 565.
+// Short key sequences lose: the per-tile prologue and the diagonal's waste grow with the block,
+// and persistent CTAs there gain from O's own staging tile. Causal gains as non-causal does; a
+// sliding window keeps 128 x 128 (not measured).
+constexpr FwdTileSize fwd_long_tile_size(int head_dim) {
+  return head_dim > 96 && head_dim <= 128 ? FwdTileSize{128, 176, 2} : FwdTileSize{0, 0, 0};
+}
+constexpr int kLongTileMinSeqlenK = 4097;  // 4096 keys: a tie non-causal, -1 % causal
 
 }  // namespace sm90
 }  // namespace flashlab
