@@ -11,8 +11,8 @@
 #               test_cuda_forward (SWEEP configurations per implementation, default 1000;
 #               SWEEP_FILTER picks the tests, e.g. '*Sweep/cuda_sm90:*AutoPicks*'), then the
 #               cuda_sm90 sweep again with each tile of SWEEP_TILES forced (FLASHLAB_SM90_FWD_TILE;
-#               default "128x176 128x128": hdim 128's long tile and hdim 64's short one on every
-#               shape; SWEEP_FORCED configurations each, default 400)
+#               default "128x176 128x192 128x128": the long tiles of hdim 128 and 96 and hdim 64's
+#               short one on every shape; SWEEP_FORCED configurations each, default 400)
 #     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep, then the same
 #               with each tile of SWEEP_TILES forced
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR also times
@@ -89,7 +89,7 @@ if has sweep; then
     --gtest_filter="${SWEEP_FILTER:-*}" > "$OUT/sweep.txt" 2>&1
   echo "sweep rc $?" >> "$OUT/sweep.txt"
   grep -E "sweep|FAILED|PASSED|rc " "$OUT/sweep.txt" | tail -20
-  for tile in ${SWEEP_TILES-128x176 128x128}; do
+  for tile in ${SWEEP_TILES-128x176 128x192 128x128}; do
     FLASHLAB_SM90_FWD_TILE=$tile FLASHLAB_SM80_SWEEP=${SWEEP_FORCED:-400} timeout ${SWEEP_TIMEOUT:-420} \
       "$BIN/test_cuda_forward" --gtest_filter='*Sweep/cuda_sm90' > "$OUT/sweep_$tile.txt" 2>&1
     echo "sweep tile $tile rc $?" >> "$OUT/sweep_$tile.txt"
@@ -97,7 +97,7 @@ if has sweep; then
   done
 fi
 if has sanitize; then
-  for tile in "" ${SWEEP_TILES-128x176 128x128}; do
+  for tile in "" ${SWEEP_TILES-128x176 128x192 128x128}; do
     for tool in memcheck racecheck synccheck; do
       FLASHLAB_SM90_FWD_TILE=$tile FLASHLAB_SM80_SWEEP=${SAN_SWEEP:-12} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
         compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_forward" \

@@ -72,8 +72,9 @@ struct FlashFwdKernel {
   static constexpr bool kOverlap = Stages_::kOverlap;
   // Where ptxas wants the consumer's code inlined whole (nvcc 13.0, checked by the ptxas gate): at
   // 128 x 176 a call to consume() puts a function boundary inside the wgmma pipeline (C7510) and
-  // spills; inlining it at 128 x 80 (hdim 256) makes ptxas inject warpgroup.arrive (C7519). The
-  // other tiles compile to the same SASS either way (operator() is inlined into the kernel always).
+  // spills; inlining it at 128 x 80 (hdim 256) makes ptxas inject warpgroup.arrive (C7519). So the
+  // tiles wider than 128 keys (hdim 128's 128 x 176, hdim 96's 128 x 192) inline it; the others
+  // compile to the same SASS as before (operator() is inlined into the kernel always).
   static constexpr bool kInlineConsumer = kBlockN > 128;
   using PipelineK = typename Mainloop::PipelineK;
   using PipelineV = typename Mainloop::PipelineV;

@@ -13,6 +13,7 @@
 //   32     128 x 128  8 + 16 + 16 = 40 KiB     64 + 32 + 16
 //   64     192 x 128  24 + 32 + 32 = 88 KiB    64 + 32 + 32
 //   96     128 x 128  24 + 48 + 48 = 120 KiB   64 + 32 + 48
+//          128 x 192  24 + 72 + 72 = 168 KiB   96 + 48 + 48   (long key sequences, below)
 //   128    128 x 128  32 + 64 + 64 = 160 KiB   64 + 32 + 64
 //          128 x 176  32 + 88 + 88 = 208 KiB   88 + 44 + 64   (long key sequences, below)
 //   192    128 x 112  48 + 84 + 84 = 216 KiB   56 + 28 + 96
@@ -54,21 +55,27 @@ constexpr FwdTileSize fwd_short_tile_size(int head_dim) {
 constexpr int kShortSeqlen = 4096;  // longer query sequences keep the wide tile (no host count)
 constexpr int kShortTileEfficiencyPct = 86;
 
-// A wider key block for long key sequences (FlashAttention-3's non-causal 128 x 176 at hdim 128;
-// fwd_launch.h use_long_tile): a key block's fixed cost (the O rescale, the barriers, the wgmma
-// waits) spreads over 176 keys instead of 128. Q + K + V = 32 + 88 + 88 = 208 KiB, so O goes
-// through Q's tile (no room for its own); S + P + O = 88 + 44 + 64 registers of 240, 0 spills
-// with the consumer inlined whole (flash_fwd_kernel.h kInlineConsumer). {0, 0, 0}: none.
+// A wider key block for long key sequences (FlashAttention-3's non-causal 128 x 176 at hdim 128,
+// 128 x 192 at hdim 96; fwd_launch.h use_long_tile): a key block's fixed cost (the O rescale, the
+// barriers, the wgmma waits) spreads over more keys. hdim 128: Q + K + V = 32 + 88 + 88 = 208 KiB,
+// so O goes through Q's tile; S + P + O = 88 + 44 + 64 registers of 240. hdim 96: 24 + 72 + 72 =
+// 168 KiB plus O's own 24; 96 + 48 + 48 registers. 0 spills with the consumer inlined whole
+// (flash_fwd_kernel.h kInlineConsumer); 128 x 192 at hdim 128 spills. {0, 0, 0}: none.
 // hdim 128, 128 x 176 against 128 x 128 (H100, 2026-11-25, flashlab bench, kernel TFLOP/s, 16k
 // tokens): 16k 702-706 vs 619-669 (causal 688 vs 663), 8k 675-678 vs 660 (causal 621 vs 605),
 // 4k 641-643 vs 636-638 (causal 547 vs 551), 2k 602 vs 619 (causal 456 vs 495), 1k 516 vs 565.
+// hdim 96, 128 x 192 / 128 x 176 / 128 x 128 (H200, same day and command): 16k 627 / 584 / 566 and
+// 598 / 600 / 601 (causal 615 / 604 / 595), 8k 609 / 599 / 588 (causal 551 / 538 / 537), 4k
+// 560 / 552 / 561 (causal 475 / 462 / 477), 2k 537 / 533 / 546, 1k 442 / 463 / 488.
 // Short key sequences lose: the per-tile prologue and the diagonal's waste grow with the block,
 // and persistent CTAs there gain from O's own staging tile. Causal gains as non-causal does; a
 // sliding window keeps 128 x 128 (not measured).
 constexpr FwdTileSize fwd_long_tile_size(int head_dim) {
-  return head_dim > 96 && head_dim <= 128 ? FwdTileSize{128, 176, 2} : FwdTileSize{0, 0, 0};
+  return head_dim > 64 && head_dim <= 96    ? FwdTileSize{128, 192, 2}
+         : head_dim > 96 && head_dim <= 128 ? FwdTileSize{128, 176, 2}
+                                            : FwdTileSize{0, 0, 0};
 }
-constexpr int kLongTileMinSeqlenK = 4097;  // 4096 keys: a tie non-causal, -1 % causal
+constexpr int kLongTileMinSeqlenK = 4097;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
 }  // namespace flashlab
