@@ -85,7 +85,6 @@ void set_alibi(const InArray& slopes, const Layout& L, flashlab::AttentionConfig
 // backward's dsink (output). Return the data pointer after checking dtype, shape and placement.
 const float* sinks_ptr(const char* name, const InArray& a, const flashlab::AttentionConfig& c, const Layout& L);
 
-
 // Small helpers shared with kvcache.cpp: "(2, 3)", "bfloat16", a dtype test, flashlab's DType of
 // a float tensor (anything else fails naming `name`), and where a tensor lives.
 std::string shape_str(const nb::ndarray<nb::ro>& a);

@@ -87,16 +87,17 @@ int64_t fwd_tile_work(const common::FwdArguments& args) {
 
 // FLASHLAB_SM90_FWD_TILE=MxN (e.g. 128x176) forces the tile of that shape where the head dim's
 // bucket compiles it (tile_size.h: the default, short and long tiles), for A/B measurements and
-// tests; a shape the bucket lacks: the default tile; unset or empty: the rules below. Read at each
-// launch.
-inline bool forced_fwd_tile(int block_m, int block_n, bool* forced_any) {
+// tests; a shape the bucket lacks: the default tile; unset or empty: the rules below. Read once per
+// launch: true when set, with the shape in *tile ({0, 0, 0}, which matches no tile, if it is not MxN).
+inline bool forced_fwd_tile(FwdTileSize* tile) {
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_TILE");
   if (forced == nullptr || *forced == '\0') return false;
-  *forced_any = true;
-  char name[24];
-  std::snprintf(name, sizeof(name), "%dx%d", block_m, block_n);
-  return std::strcmp(forced, name) == 0;
+  int m = 0, n = 0, end = 0;
+  *tile = std::sscanf(forced, "%dx%d%n", &m, &n, &end) == 2 && forced[end] == '\0' ? FwdTileSize{m, n, 0}
+                                                                                      : FwdTileSize{0, 0, 0};
+  return true;
 }
+constexpr bool same_shape(FwdTileSize a, FwdTileSize b) { return a.block_m == b.block_m && a.block_n == b.block_n; }
 
 // Head dims with a second, narrower tile (tile_size.h fwd_short_tile_size): the narrow one when it
 // computes enough fewer products to beat the wide tile's better efficiency, on short query
@@ -133,19 +134,19 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   if (stages != nullptr && std::strcmp(stages, "overlap") == 0)
     return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
 #endif
-  bool forced = false;
-  if (forced_fwd_tile(kTile.block_m, kTile.block_n, &forced)) return launch_fwd<FwdKernel<Traits>>(args, s);
+  FwdTileSize want{};
+  const bool forced = forced_fwd_tile(&want);
+  if (forced && same_shape(want, kTile)) return launch_fwd<FwdKernel<Traits>>(args, s);
   if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
     using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
-    if (forced ? forced_fwd_tile(kShort.block_m, kShort.block_n, &forced) : use_short_tile<Traits, ShortTraits>(args))
+    if (forced ? same_shape(want, kShort) : use_short_tile<Traits, ShortTraits>(args))
       return launch_fwd<FwdKernel<ShortTraits>>(args, s);
   }
   if constexpr (fwd_long_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kLong = fwd_long_tile_size(kHeadDim);
     using LongTraits = FwdTraits<kHeadDim, kLong.block_m, kLong.block_n, kLong.stages, Element>;
-    if (forced ? forced_fwd_tile(kLong.block_m, kLong.block_n, &forced) : use_long_tile(args))
-      return launch_fwd<FwdKernel<LongTraits>>(args, s);
+    if (forced ? same_shape(want, kLong) : use_long_tile(args)) return launch_fwd<FwdKernel<LongTraits>>(args, s);
   }
   return launch_fwd<FwdKernel<Traits>>(args, s);
 }
