@@ -43,6 +43,10 @@
 #               the metrics of tools/gpu_check.sh's profile phase -> $OUT/ncu_bwd_*.txt, and the
 #               table of tools/ncu_table.py -> $OUT/ncu_bwd_table.md; per-SASS-line hot spots of the
 #               main kernel (tools/sass_hotspots.py) -> $OUT/sass_bwd_hot.txt
+#     peer-bwd-profile  the same metrics on a peer's backward kernels (PEER: fa4, default, after
+#               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced; or cudnn, flash) at
+#               PROFILE_SHAPE through benchmarks/sdpa_flash_once.py -> $OUT/ncu_peer_*.txt and
+#               $OUT/ncu_peer_table.md (needs no build-carry)
 #     kv-profile  ncu on the KV-cache kernels: the decode tile kernel (CLI, B 32 GQA 32/8 hdim 128, L 4k and
 #               64k, auto splits) and the rotary append (test_cuda_kvcache AppendBandwidth) with the metrics of
 #               tools/gpu_check.sh's profile phase -> $OUT/ncu_kv_*.txt, $OUT/ncu_kv_table.md; SASS hot spots of
@@ -250,6 +254,23 @@ kernel_profile() {
 if has bwd-profile; then
   kernel_profile bwd 'FlashBwdKernel|BwdConvertDq' FlashBwdKernel 2 \
     "${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128}" --backward
+fi
+if has peer-bwd-profile; then
+  metrics=$(ncu_metrics)
+  metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  files=()
+  for causal in "" "--causal"; do
+    mode=full; [ -n "$causal" ] && mode=causal
+    # The peers' backward kernels by name (FA4: CuTe-DSL names with "bwd"; cuDNN: "dgrad"/"bprop";
+    # FA2: flash_bwd_*); -c caps the launches profiled.
+    timeout 300 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:[Bb]wd|[Bb]ackward|bprop|dgrad' \
+      -c "${PEER_LAUNCHES:-4}" python3 benchmarks/sdpa_flash_once.py --backend "${PEER:-fa4}" \
+      ${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128} $causal > "$OUT/ncu_peer_$mode.txt" 2>&1
+    echo "ncu peer ${PEER:-fa4} $mode rc $?"
+    files+=("$OUT/ncu_peer_$mode.txt")
+  done
+  python3 tools/ncu_table.py "${files[@]}" | tee "$OUT/ncu_peer_table.md"
 fi
 if has fwd-profile; then
   # The forward's kernel (its launch mode as auto picks it; FLASHLAB_SM90_FWD_CTAS overrides), then
