@@ -97,6 +97,11 @@ struct BwdTraits {
   // 4 % slower at 16k non-causal (twice) and neutral elsewhere, so D 128 keeps the 4-byte stores;
   // D 96 was not measured and keeps them too.
   static constexpr bool kStsmDs = kHeadDim <= 64 || kWide;
+  // The consumer warpgroup's index as a warp-uniform value (flash_bwd_kernel.h, consume): the
+  // wgmma descriptors then stay in uniform registers. Same-call CLI A/B on the H100, three reps
+  // (perf.md, session 19): D 96 +7 to +11 % (16k, 8k causal, 2k), D 128 1-2 % slower, D 64 and
+  // D 256 mixed within noise; so D 96 only.
+  static constexpr bool kUniformWarpGroup = kHeadDim == 96;
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
   static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup

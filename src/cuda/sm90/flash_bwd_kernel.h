@@ -309,7 +309,13 @@ struct FlashBwdKernel {
                           const common::QueryBlockRange<kBlockM, kBlockN>& range, Pipeline& pipeline) const {
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
     const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
-    const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;    // 0 or 1: keys [64 wg, 64 wg + 64)
+    // 0 or 1: keys [64 wg, 64 wg + 64). Traits::kUniformWarpGroup: from a shuffle
+    // (canonical_warp_group_idx), so ptxas knows it is the same in every thread of a warp and keeps
+    // what derives from it, the wgmma descriptors of the warpgroup's rows, in uniform registers
+    // instead of moving them there (R2UR) before each wgmma. Not in the softcap / ALiBi kernels
+    // (4 bytes spilled).
+    const int wg = Traits::kUniformWarpGroup && !kGeneral ? cutlass::canonical_warp_group_idx() - 1
+                                                          : mma_tid / cutlass::NumThreadsPerWarpGroup;
     const int wtid = mma_tid % cutlass::NumThreadsPerWarpGroup;  // thread inside the warpgroup
     typename Traits::TiledMmaSdP mma_sdp;
     typename Traits::TiledMmadKV mma_dkv;
