@@ -227,13 +227,19 @@ fi
 # and not, as a table (tools/ncu_table.py), then per-SASS-line hot spots of the main kernel
 # (non-causal; tools/sass_hotspots.py).
 #   kernel_profile TAG KERNELS MAIN_KERNEL LAUNCHES SHAPE [CLI flags]  -> $OUT/ncu_TAG_*.txt, $OUT/sass_TAG_hot.txt
+# kernel_profile's metrics: gpu_check.sh's, plus the tensor pipe, L2, occupancy and DRAM.
+kernel_metrics() {
+  local metrics
+  metrics=$(ncu_metrics)
+  metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  echo "$metrics"
+}
 kernel_profile() {
   local tag=$1 kernels=$2 main_kernel=$3 launches=$4 shape=$5
   shift 5
   local metrics files=() causal mode
-  metrics=$(ncu_metrics)
-  metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
-  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics=$(kernel_metrics)
   for causal in "" "--causal"; do
     mode=full; [ -n "$causal" ] && mode=causal
     timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k "regex:$kernels" -c "$launches" "$BIN/flashlab" \
@@ -256,9 +262,7 @@ if has bwd-profile; then
     "${PROFILE_SHAPE:---batch 1 --heads 16 --seqlen 8192 --head-dim 128}" --backward
 fi
 if has peer-bwd-profile; then
-  metrics=$(ncu_metrics)
-  metrics+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed"
-  metrics+=",sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  metrics=$(kernel_metrics)
   files=()
   for causal in "" "--causal"; do
     mode=full; [ -n "$causal" ] && mode=causal
