@@ -26,8 +26,9 @@
 #               KVCacheDecoder beside SDPA's cudnn / flash / efficient backends; DECODE_ARGS, e.g.
 #               "--page-sizes 0,16 --cache-lens 4096,65536"; DECODE_TIMEOUT, default 300 s) -> $OUT/decode,
 #               $OUT/decode.txt
-#     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU,
-#               FLASHLAB_RING_BENCH=1 timing) and test_distributed.py (gloo) -> $OUT/ring.txt
+#     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU)
+#               and test_distributed.py (gloo) -> $OUT/ring.txt, then benchmarks/ring_scaling.py
+#               (RING_ARGS; RING_TESTS_ONLY=1 skips it) -> $OUT/ring_scaling.{txt,md,json}
 #     kvcache   tests/gpu/test_cuda_kvcache: the CUDA KV-cache sweep, bandwidth, memcheck
 #     bwd       the Hopper backward: a checked CLI smoke per bucket it serves (96, 128, 256), then
 #               tests/gpu/test_cuda_backward for cuda_sm90 (BWD_SWEEP configurations run on cuda_sm90,
@@ -155,12 +156,19 @@ if has python; then
   grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14
 fi
 if has ring; then
-  # Ring attention over NCCL on every GPU of the machine (python/tests/test_distributed_nccl.py),
-  # with its timing (FLASHLAB_RING_BENCH=1), and the gloo tests.
-  py_setup && (cd /tmp && FLASHLAB_RING_BENCH=1 timeout ${RING_TIMEOUT:-300} python3 -m pytest -q -rfs -s \
+  # Ring attention over NCCL on every GPU of the machine (python/tests/test_distributed_nccl.py) and
+  # the gloo tests, then benchmarks/ring_scaling.py (RING_ARGS, e.g. "--gpus 1,2 --strong ''"; its
+  # defaults: weak 32k per GPU, strong 256k h8 and 1M h4, causal and not) -> $OUT/ring.txt,
+  # $OUT/ring_scaling.{md,json}. NVLink multicast stays off (NCCL_NVLS_ENABLE=0, KINDS.md).
+  export NCCL_NVLS_ENABLE=0
+  py_setup && (cd /tmp && timeout ${RING_TIMEOUT:-240} python3 -m pytest -q -rfs -s \
     "$OLDPWD/python/tests/test_distributed_nccl.py" "$OLDPWD/python/tests/test_distributed.py" > "$OUT/ring.txt" 2>&1
     echo "ring rc $?" >> "$OUT/ring.txt")
-  grep -E "ring bench|passed|failed|rc |FAILED|rank " "$OUT/ring.txt" | tail -20
+  grep -E "passed|failed|rc |FAILED|Error" "$OUT/ring.txt" | tail -20
+  if [ -z "${RING_TESTS_ONLY:-}" ]; then
+    (cd /tmp && PYTHONUNBUFFERED=1 timeout ${RING_BENCH_TIMEOUT:-420} python3 "$OLDPWD/benchmarks/ring_scaling.py" \
+      --out "$OUT" ${RING_ARGS:-} 2>&1 | tee "$OUT/ring_scaling.txt"; echo "ring_scaling rc ${PIPESTATUS[0]}")
+  fi
 fi
 if has grid; then
   py_setup && (cd /tmp && timeout ${GRID_TIMEOUT:-400} python3 -m flashlab.bench --passes ${GRID_PASSES:-fwd} \

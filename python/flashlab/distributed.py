@@ -86,6 +86,32 @@ def merge_partial(out: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
 # ---------------------------------------------------------------------------------------------
 # Ring communication
 # ---------------------------------------------------------------------------------------------
+# How the ring moves blocks: "overlap" (the library's behaviour: the next block travels while the
+# current one is computed), or, for benchmarks/ring_scaling.py only, "serial" (each transfer is
+# waited for before the compute that follows it is queued: communication not hidden) and "none"
+# (nothing travels; every step computes this rank's own block again: the same kernels and shapes,
+# wrong results, the compute-only time). Set through _comm_mode(); never for real use.
+_COMM_MODES = ("overlap", "serial", "none")
+_comm = "overlap"
+
+
+class _comm_mode:
+    """``with _comm_mode("serial"): ...`` — the benchmark's switch (see _COMM_MODES)."""
+
+    def __init__(self, mode: str):
+        if mode not in _COMM_MODES:
+            raise ValueError(f"comm mode {mode!r} is not one of {_COMM_MODES}")
+        self.mode = mode
+
+    def __enter__(self):
+        global _comm
+        self.prev, _comm = _comm, self.mode
+
+    def __exit__(self, *exc):
+        global _comm
+        _comm = self.prev
+
+
 class _Ring:
     """Neighbours of this rank in `group` and asynchronous exchanges with them."""
 
@@ -93,6 +119,7 @@ class _Ring:
         self.group = group
         self.world = dist.get_world_size(group)
         self.rank = dist.get_rank(group)
+        self.comm = _comm  # fixed for the forward and its backward
 
         def glob(r):
             return r if group is None else dist.get_global_rank(group, r)
@@ -103,6 +130,8 @@ class _Ring:
     def exchange(self, tensors: Sequence[Tensor], tag: int):
         """Post sends of `tensors` to the next rank and receives of same-shaped buffers from the
         previous one; returns (buffers, requests): wait on the requests before reading buffers."""
+        if self.comm == "none":  # benchmark only: the block stays here
+            return list(tensors), []
         tensors = [t.contiguous() for t in tensors]  # gloo and NCCL send dense tensors
         bufs = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in tensors]
         ops = []
@@ -112,7 +141,11 @@ class _Ring:
         # One batch (NCCL: one ncclGroupStart/End): posted one by one, every rank's first receive
         # waits for a send that its peer queued behind its own first receive on NCCL's stream (a
         # deadlock; gloo's point-to-point does not queue, so the CPU tests could not show it).
-        return bufs, dist.batch_isend_irecv(ops)
+        reqs = dist.batch_isend_irecv(ops)
+        if self.comm == "serial":  # benchmark only: the transfer before whatever is queued next
+            _wait(reqs)
+            reqs = []
+        return bufs, reqs
 
 
 def _wait(reqs):

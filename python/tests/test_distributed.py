@@ -94,6 +94,14 @@ def _worker(rank, world, port, cases, result_dir):
             except Exception:
                 errors = [traceback.format_exc()]
             lines += [f"case {shape} causal={causal} scale={scale}: {e}" for e in errors]
+        if world == 2:  # benchmarks/ring_scaling.py's "serial" mode: same results, transfers not overlapped
+            with fd._comm_mode("serial"):
+                for i, (shape, causal, scale) in enumerate(CASES[:3]):
+                    try:
+                        errors = _check_case(rank, world, shape, causal, scale, seed=3000 + i)
+                    except Exception:
+                        errors = [traceback.format_exc()]
+                    lines += [f"serial case {shape} causal={causal}: {e}" for e in errors]
         if world == 4:  # subgroups {0, 1} and {2, 3}: group ranks differ from global ranks
             groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
             group = groups[rank // 2]

@@ -4,13 +4,14 @@ Skipped unless torch sees at least 2 CUDA devices and NCCL. Every process draws 
 full-sequence inputs, runs ``ring_attention`` on its shard (zigzag for causal, contiguous
 otherwise) and compares out, LSE and dq, dk, dv of its shard with single-GPU
 ``flashlab.torch.attention`` on the whole sequence (computed on its own GPU). bf16 inputs, so the
-tolerance is bf16's. With FLASHLAB_RING_BENCH=1 it also times one long sequence, ring on all GPUs
-against one GPU on the whole sequence (forward + backward), and prints the figures.
+tolerance is bf16's. Each rank prints a line per case as it finishes (pytest -s shows them), so a
+hang shows where it is; the process group times out after 120 s. The timings are
+benchmarks/ring_scaling.py's (tools/gpu_sm90.sh ring runs both).
 """
 
+import datetime
 import os
 import socket
-import time
 import traceback
 
 import pytest
@@ -23,9 +24,11 @@ if torch.cuda.device_count() < 2 or not dist.is_available() or not dist.is_nccl_
 import flashlab.distributed as fd  # noqa: E402
 import flashlab.torch as fl  # noqa: E402
 
-CASES = [  # (batch, seqlen, heads_q, heads_kv, head_dim), causal
+CASES = [  # (batch, seqlen, heads_q, heads_kv, head_dim), causal; seqlen divides into 2 x 4 zigzag chunks
     ((2, 1024, 8, 8, 128), False),
     ((1, 2048, 8, 8, 128), True),
+    ((1, 1000, 4, 4, 128), True),  # chunks of 125 (4 ranks) / 250: not multiples of any tile
+    ((1, 4224, 4, 4, 128), False),
     ((2, 1536, 8, 2, 64), True),  # GQA
     ((1, 1024, 4, 1, 128), False),  # MQA
 ]
@@ -75,48 +78,17 @@ def _check_case(rank, world, shape, causal, seed, device):
     return errors
 
 
-def _bench(rank, world, device, lines):
-    shape = (1, 16384 * world, 16, 16, 128)
-    for causal in (False, True):
-        q, k, v, dout = _inputs(shape, 7, device)
-        shard = _shard_fn(causal, rank, world)
-        ql, kl, vl, dl = (shard(x).contiguous() for x in (q, k, v, dout))
-
-        def ring():
-            a, b, c = (x.detach().requires_grad_() for x in (ql, kl, vl))
-            torch.autograd.grad(fd.ring_attention(a, b, c, causal=causal), (a, b, c), dl)
-
-        def single():
-            a, b, c = (x.detach().requires_grad_() for x in (q, k, v))
-            torch.autograd.grad(fl.attention(a, b, c, causal=causal), (a, b, c), dout)
-
-        times = {}
-        for name, fn in (("ring", ring), ("single", single)):
-            fn()
-            torch.cuda.synchronize()
-            dist.barrier()
-            t = time.perf_counter()
-            for _ in range(5):
-                fn()
-            torch.cuda.synchronize()
-            dist.barrier()
-            times[name] = (time.perf_counter() - t) / 5 * 1e3
-        if rank == 0:
-            lines.append(f"[ring bench] b1 s{shape[1]} h16 d128 bf16 causal={causal} fwd+bwd: ring on {world} GPUs "
-                         f"{times['ring']:.2f} ms, one GPU {times['single']:.2f} ms, speed-up "
-                         f"{times['single'] / times['ring']:.2f}x")
-
-
 def _worker(rank, world, port, result_dir):
     # The GPU machines have no network: NCCL's bootstrap must use the loopback interface (a first
     # run on the H200 x2 without this timed out after 240 s with no output; cause not confirmed).
     os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off (the lent machines' rule)
     torch.cuda.set_device(rank)
     device = torch.device("cuda", rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=device)
-    lines, notes = [], []
+                            device_id=device, timeout=datetime.timedelta(seconds=120))
+    lines = []
     try:
         for i, (shape, causal) in enumerate(CASES):
             try:
@@ -124,15 +96,13 @@ def _worker(rank, world, port, result_dir):
             except Exception:
                 errors = [traceback.format_exc()]
             lines += [f"case {shape} causal={causal}: {e}" for e in errors]
-        if os.environ.get("FLASHLAB_RING_BENCH") == "1":
-            _bench(rank, world, device, notes)
+            print(f"[nccl ring] world {world} rank {rank} case {shape} causal={causal}: "
+                  f"{'ok' if not errors else 'FAILED'}", flush=True)
         dist.barrier()
     finally:
         dist.destroy_process_group()
     with open(os.path.join(result_dir, f"rank{rank}.txt"), "w") as f:
         f.write("\n".join(lines))
-    with open(os.path.join(result_dir, f"notes{rank}.txt"), "w") as f:
-        f.write("\n".join(notes))
 
 
 @pytest.mark.parametrize("world", sorted({2, torch.cuda.device_count()}))
@@ -142,7 +112,4 @@ def test_ring_attention_nccl(world, tmp_path):
     failures = []
     for r in range(world):
         failures += [f"rank {r}: {x}" for x in (tmp_path / f"rank{r}.txt").read_text().splitlines() if x]
-    notes = (tmp_path / "notes0.txt").read_text()
-    if notes:
-        print("\n" + notes)
     assert not failures, "\n".join(failures)
