@@ -79,12 +79,16 @@ def merge_partial(out: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
 
 
 def _merge_(acc: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
-    """merge_partial in place: acc (fp32, may be a view) and lse (fp32) absorb (out_i, lse_i).
+    """merge_partial in place: acc (fp32, may be a view) and lse (fp32, may be a view) absorb
+    (out_i, lse_i). On CUDA one Triton kernel (_merge_kernel) where Triton is present, else torch
+    operations (the CPU path, and the reference the GPU test compares the kernel with)."""
+    if acc.is_cuda and acc.stride(-1) == 1 and out_i.stride(-1) == 1 and _triton() is not None:
+        _merge_triton(acc, lse, out_i, lse_i)
+    else:
+        _merge_torch(acc, lse, out_i, lse_i)
 
-    Two passes over acc (a scale, then a fused multiply-add with out_i in its own dtype), with the
-    weights laid out (batch, seqlen, heads, 1) contiguous: the first version built out' from fresh
-    products with the weights broadcast through a transposed view and cost about 3 ms per merge at
-    32k tokens x 16 heads on an H200, a fifth of a 12 ms block (docs/distributed.md)."""
+
+def _merge_torch(acc: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
     new = torch.logaddexp(lse, lse_i)
     finite = torch.isfinite(new)
     safe = torch.where(finite, new, torch.zeros_like(new))
@@ -98,6 +102,70 @@ def _merge_(acc: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
     acc.mul_(rows(w))
     acc.addcmul_(out_i, rows(w_i))
     lse.copy_(new)
+
+
+# The merge on the GPU. The torch operations above read and write acc twice and broadcast the
+# weights over head_dim: 0.88 ms per merge at 32k tokens x 16 heads x 128 on an H200 (1.3 TB/s),
+# 6 % of the 13.8 ms block it merges. The kernel reads acc and out_i once and writes acc once.
+_TRITON = None  # (triton, kernel) once built; False where Triton is missing
+
+
+def _triton():
+    global _TRITON
+    if _TRITON is None:
+        try:
+            import triton
+            import triton.language as tl
+        except ImportError:
+            _TRITON = False
+            return None
+
+        @triton.jit
+        def _merge_kernel(acc, lse, o, lse_i, n_rows, heads, seqlen,
+                          a_sb, a_ss, a_sh, l_sb, l_sh, l_ss, o_sb, o_ss, o_sh, i_sb, i_sh, i_ss,
+                          D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr):  # fmt: skip
+            # BLOCK_R rows (b, s, h) of acc: lse' = m + log(e + e_i), acc' = (e acc + e_i o) / (e + e_i)
+            # with m = max(lse, lse_i), e = exp(lse - m), e_i = exp(lse_i - m); rows with no keys on
+            # either side (lse = lse_i = -inf) keep acc' = 0, lse' = -inf.
+            r = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+            in_r = r < n_rows
+            h = r % heads
+            s = (r // heads) % seqlen
+            b = r // (heads * seqlen)
+            l_ptr = lse + b * l_sb + h * l_sh + s * l_ss
+            l0 = tl.load(l_ptr, mask=in_r, other=float("-inf"))
+            l1 = tl.load(lse_i + b * i_sb + h * i_sh + s * i_ss, mask=in_r, other=float("-inf"))
+            m = tl.maximum(l0, l1)
+            finite = m > float("-inf")
+            m = tl.where(finite, m, 0.0)
+            e0 = tl.exp(l0 - m)
+            e1 = tl.exp(l1 - m)
+            tot = tl.where(finite, e0 + e1, 1.0)
+            w0 = tl.where(finite, e0 / tot, 0.0)
+            w1 = tl.where(finite, e1 / tot, 0.0)
+            d = tl.arange(0, BLOCK_D)
+            mask = in_r[:, None] & (d < D)[None, :]
+            a_ptr = acc + (b * a_sb + s * a_ss + h * a_sh)[:, None] + d[None, :]
+            a = tl.load(a_ptr, mask=mask, other=0.0)
+            x = tl.load(o + (b * o_sb + s * o_ss + h * o_sh)[:, None] + d[None, :], mask=mask, other=0.0)
+            tl.store(a_ptr, a * w0[:, None] + x.to(tl.float32) * w1[:, None], mask=mask)
+            tl.store(l_ptr, tl.where(finite, m + tl.log(tot), float("-inf")), mask=in_r)
+
+        _TRITON = (triton, _merge_kernel)
+    return _TRITON or None
+
+
+def _merge_triton(acc: Tensor, lse: Tensor, out_i: Tensor, lse_i: Tensor):
+    triton, kernel = _TRITON
+    batch, seqlen, heads, d = acc.shape
+    n_rows = batch * seqlen * heads
+    block_d = triton.next_power_of_2(d)
+    block_r = max(1, 2048 // block_d)
+    kernel[(triton.cdiv(n_rows, block_r),)](
+        acc, lse, out_i, lse_i, n_rows, heads, seqlen,
+        acc.stride(0), acc.stride(1), acc.stride(2), lse.stride(0), lse.stride(1), lse.stride(2),
+        out_i.stride(0), out_i.stride(1), out_i.stride(2), lse_i.stride(0), lse_i.stride(1), lse_i.stride(2),
+        D=d, BLOCK_D=block_d, BLOCK_R=block_r, num_warps=4)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

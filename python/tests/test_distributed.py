@@ -162,6 +162,32 @@ def test_merge_partial_is_exact():
     assert torch.all(mo == 0) and torch.all(ml == float("-inf"))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the Triton merge needs CUDA")
+def test_merge_triton_matches_torch():
+    """The ring's GPU merge (one Triton kernel) against its torch operations, on views as the ring
+    passes them (the second half of the rows of acc and lse), head dims 128 and 72 (not a power of
+    two), bf16 partials, rows empty on one side and on both (lse -inf, out 0)."""
+    if fd._triton() is None:
+        pytest.skip("Triton is not installed")
+    for d in (128, 72):
+        g = torch.Generator(device="cuda").manual_seed(d)
+        acc = torch.randn(2, 64, 3, d, device="cuda", generator=g)
+        lse = torch.randn(2, 3, 64, device="cuda", generator=g) * 4
+        o = torch.randn(2, 32, 3, d, device="cuda", generator=g).bfloat16()
+        li = torch.randn(2, 3, 32, device="cuda", generator=g) * 4
+        lse[:, :, 40], acc[:, 40] = float("-inf"), 0.0  # row 40 = row 8 of the half
+        li[:, :, 8] = float("-inf")
+        o[:, 8] = 0.0
+        li[:, 1, 20] = float("-inf")  # empty on the partial's side only
+        got_acc, got_lse, want_acc, want_lse = acc.clone(), lse.clone(), acc.clone(), lse.clone()
+        fd._merge_triton(got_acc[:, 32:], got_lse[:, :, 32:], o, li)
+        fd._merge_torch(want_acc[:, 32:], want_lse[:, :, 32:], o, li)
+        torch.testing.assert_close(got_acc, want_acc, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got_lse, want_lse, rtol=1e-5, atol=1e-5)
+        assert torch.equal(got_acc[:, :32], acc[:, :32]) and torch.all(got_acc[:, 40] == 0)
+        assert torch.all(got_lse[:, :, 40] == float("-inf"))
+
+
 def test_requires_process_group():
     if dist.is_initialized():
         pytest.skip("a process group is already initialized")
