@@ -193,8 +193,11 @@ def _tables(results):
             def rel(x):
                 return f"{x / none - 1:+.1%}" if none and x else "–"
 
-            lines.append(f"| {n} | {s} | {c} | {t.get('none', float('nan')):.2f} | {t.get('overlap', float('nan')):.2f} "
-                         f"| {t.get('serial', float('nan')):.2f} | {rel(t.get('overlap'))} | {rel(t.get('serial'))} |")
+            def ms(mode):
+                return f"{t[mode]:.2f}" if mode in t else "–"
+
+            lines.append(f"| {n} | {s} | {c} | {ms('none')} | {ms('overlap')} | {ms('serial')} "
+                         f"| {rel(t.get('overlap'))} | {rel(t.get('serial'))} |")
         lines.append("")
     return "\n".join(lines)
 
