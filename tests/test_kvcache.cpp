@@ -696,6 +696,8 @@ TEST(KvCacheCombine, MatchesFormulaAndHandlesEmptySplits) {
   lp[(1 * B * H + 0) * Q + 0] = -INFINITY;
   lp[(3 * B * H + 0) * Q + 0] = -INFINITY;
   for (int64_t s = 0; s < S; ++s) lp[((s * B + 1) * H + 1) * Q + 2] = -INFINITY;
+  // (b=1, h=0, i=1): split 2's LSE is NaN (a refused sequence's partial): the row is NaN, not dropped.
+  lp[((2 * B + 1) * H + 0) * Q + 1] = NAN;
   std::vector<float> out(B * Q * H * D, 7.f), lse(B * H * Q, 7.f);
   CombineParams c;
   c.num_splits = S;
@@ -721,8 +723,17 @@ TEST(KvCacheCombine, MatchesFormulaAndHandlesEmptySplits) {
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < Q; ++i) {
         double m = -kInf;
-        for (int64_t s = 0; s < S; ++s) m = std::max(m, double(lp[((s * B + b) * H + h) * Q + i]));
+        bool nan_in = false;
+        for (int64_t s = 0; s < S; ++s) {
+          m = std::max(m, double(lp[((s * B + b) * H + h) * Q + i]));
+          nan_in |= std::isnan(lp[((s * B + b) * H + h) * Q + i]);
+        }
         const float got_l = lse[(b * H + h) * Q + i];
+        if (nan_in) {
+          EXPECT_TRUE(std::isnan(got_l));
+          for (int64_t e = 0; e < D; ++e) EXPECT_TRUE(std::isnan(out[((b * Q + i) * H + h) * D + e]));
+          continue;
+        }
         if (m == -kInf) {
           EXPECT_EQ(got_l, -INFINITY);
           for (int64_t e = 0; e < D; ++e) EXPECT_EQ(out[((b * Q + i) * H + h) * D + e], 0.f);

@@ -58,7 +58,14 @@ void combine_row(int64_t n, const T* lse_s, GetO out_s, int64_t d, double* out, 
                  double sink = -std::numeric_limits<double>::infinity()) {
   const double ninf = -std::numeric_limits<double>::infinity();
   double m = sink;
-  for (int64_t s = 0; s < n; ++s) m = std::max(m, static_cast<double>(lse_s[s]));
+  for (int64_t s = 0; s < n; ++s) {
+    if (std::isnan(static_cast<double>(lse_s[s]))) {  // a NaN partial makes the row NaN (never dropped)
+      for (int64_t e = 0; e < d; ++e) out[e] = std::numeric_limits<double>::quiet_NaN();
+      *lse = std::numeric_limits<double>::quiet_NaN();
+      return;
+    }
+    m = std::max(m, static_cast<double>(lse_s[s]));
+  }
   for (int64_t e = 0; e < d; ++e) out[e] = 0.0;
   if (m == ninf) {
     *lse = ninf;

@@ -958,6 +958,69 @@ TEST(CudaKvCache, BadInputsWriteNothing) {
   EXPECT_TRUE(dv.get(pr.vc.size()) == want_v) << "v cache: the guarded append wrote the wrong slots";
 }
 
+// The device guard in the fused attention with rotary (docs/kvcache.md, "Validation"): sequence 1's
+// append does not fit, so without check_device_data nothing of it is written and its outputs are
+// NaN, while sequences 0 and 2 match the reference run without sequence 1. With q 16-byte aligned
+// and one element off (the append rotates the queries into the workspace either way; the rotated
+// queries of sequence 1 are NaN).
+TEST(CudaKvCache, FusedGuardNaNQueries) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  GpuProblem pr(13);
+  std::vector<int32_t> lens = pr.lens;
+  lens[1] = static_cast<int32_t>(pr.cap);  // no room for its token
+  // The reference: the valid sequences alone (sequence 1's length set to one that fits; its
+  // output is not compared).
+  std::vector<int32_t> ref_lens = pr.lens;
+  std::vector<uint16_t> kc = pr.kc, vc = pr.vc, out_ref(pr.q.size(), 0);
+  std::vector<float> lse_ref(pr.B * pr.hq * pr.sq, 0.0f);
+  KvCacheParams h = pr.host;
+  pr.point(&h, pr.q.data(), out_ref.data(), lse_ref.data(), kc.data(), vc.data(), pr.kn.data(), pr.vn.data(),
+           ref_lens.data(), nullptr, pr.cos_t.data(), pr.sin_t.data());
+  ASSERT_TRUE(attention_with_kvcache(h).ok());
+  const uint16_t nan_bits = to_bits(NAN, pr.dt);
+  const int64_t row = pr.sq * pr.hq * pr.d;  // one sequence's outputs
+  for (bool unaligned : {false, true}) {
+    const std::string what = unaligned ? "q unaligned" : "q aligned";
+    std::vector<uint16_t> q_dev(pr.q.size() + 1, nan_bits);
+    std::copy(pr.q.begin(), pr.q.end(), q_dev.begin() + (unaligned ? 1 : 0));
+    Dev<uint16_t> dq(q_dev), dk(pr.kc), dv(pr.vc), dkn(pr.kn), dvn(pr.vn), dout(std::vector<uint16_t>(pr.q.size(), 0));
+    Dev<float> dlse(std::vector<float>(lse_ref.size(), 0.0f)), dcos(pr.cos_t), dsin(pr.sin_t);
+    Dev<int32_t> dlens(lens);
+    KvCacheParams g = pr.host;
+    g.device = Device::kCUDA;
+    g.impl = Impl::kAuto;
+    pr.point(&g, dq.ptr + (unaligned ? 1 : 0), dout.ptr, dlse.ptr, dk.ptr, dv.ptr, dkn.ptr, dvn.ptr, dlens.ptr, nullptr,
+             dcos.ptr, dsin.ptr);
+    ASSERT_TRUE(run_gpu(g, what));
+    const std::vector<uint16_t> out = dout.get(pr.q.size());
+    const std::vector<uint16_t> k_after = dk.get(pr.kc.size());
+    for (int64_t b = 0; b < pr.B; ++b) {
+      double max_abs = 0;
+      int64_t nans = 0;
+      for (int64_t e = b * row; e < (b + 1) * row; ++e) {
+        const double a = from_bits(out[e], pr.dt);
+        if (std::isnan(a)) {
+          ++nans;
+          continue;
+        }
+        max_abs = std::max(max_abs, std::fabs(a - from_bits(out_ref[e], pr.dt)));
+      }
+      if (b == 1) {
+        EXPECT_EQ(nans, row) << what << ": the failed sequence's outputs must all be NaN; its first outputs "
+                             << from_bits(out[b * row], pr.dt) << ", " << from_bits(out[b * row + 1], pr.dt) << ", "
+                             << from_bits(out[b * row + pr.d], pr.dt) << "; lse " << dlse.get(lse_ref.size())[b * pr.hq * pr.sq];
+        // its slot (row 1, slot cap - 1 + 1 would be out of range): nothing of row 1 changed
+        EXPECT_TRUE(std::equal(k_after.begin() + pr.cap * pr.hk * pr.d, k_after.begin() + 2 * pr.cap * pr.hk * pr.d,
+                               pr.kc.begin() + pr.cap * pr.hk * pr.d))
+            << what << ": the failed sequence's cache row was written";
+      } else {
+        EXPECT_EQ(nans, 0) << what << ": sequence " << b << " has NaN outputs";
+        EXPECT_LT(max_abs, 3e-2) << what << ": sequence " << b << " differs from the reference";
+      }
+    }
+  }
+}
+
 // Median ms of `fn` over 20 timed calls after 5 warm-up calls (device events).
 template <typename Fn>
 double median_ms(Fn fn) {

@@ -61,7 +61,12 @@ __global__ void __launch_bounds__(128) combine_kernel(const __grid_constant__ Co
   const float* o_row = a.o_partial + b * a.o_batch_stride + int64_t(i) * a.o_row_stride + int64_t(h) * a.o_head_stride;
   const float sink = a.sink_logits != nullptr ? a.sink_logits[h] : -INFINITY;
   float mx = sink;
-  for (int s = 0; s < a.num_splits; ++s) mx = fmaxf(mx, lse_row[s * a.l_split_stride]);
+  bool nan_in = false;  // a NaN partial (a refused sequence's, or the caller's) makes the row NaN
+  for (int s = 0; s < a.num_splits; ++s) {
+    const float ls = lse_row[s * a.l_split_stride];
+    mx = fmaxf(mx, ls);  // fmaxf drops NaN: nan_in keeps it
+    nan_in |= ls != ls;
+  }
   // The weights' sum (the same in every thread; cheap next to the head_dim-wide reads below).
   float sum = 0.0f;
   if (mx != -INFINITY) {
@@ -71,7 +76,8 @@ __global__ void __launch_bounds__(128) combine_kernel(const __grid_constant__ Co
     }
     if (sink != -INFINITY) sum += exp2f((sink - mx) * kLog2e);
   }
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  const float nan = __int_as_float(0x7fc00000);
+  const float inv = nan_in ? nan : sum > 0.0f ? 1.0f / sum : 0.0f;
   T* out = static_cast<T*>(a.out) + b * a.out_batch_stride + int64_t(i) * a.out_row_stride + int64_t(h) * a.out_head_stride;
   for (int e = threadIdx.x; e < a.head_dim; e += blockDim.x) {
     float acc = 0.0f;
@@ -85,7 +91,8 @@ __global__ void __launch_bounds__(128) combine_kernel(const __grid_constant__ Co
     out[e] = store_as<T>(acc * inv);
   }
   if (a.lse != nullptr && threadIdx.x == 0)
-    a.lse[b * a.lse_batch_stride + int64_t(h) * a.lse_head_stride + i] = sum > 0.0f ? mx + logf(sum) : -INFINITY;
+    a.lse[b * a.lse_batch_stride + int64_t(h) * a.lse_head_stride + i] =
+        nan_in ? nan : sum > 0.0f ? mx + logf(sum) : -INFINITY;
 }
 
 }  // namespace decode

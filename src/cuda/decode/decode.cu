@@ -348,6 +348,10 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.cache_seqlens = p.cache_seqlens;
   dp.cache_leftpad = p.cache_leftpad;
   dp.seqlen_new = static_cast<int>(p.seqlen_new);
+  dp.guard = appended;
+  dp.capacity = capacity(p);
+  dp.rotary = p.rotary_cos != nullptr;
+  dp.rotary_max_pos = p.rotary_max_pos;
   dp.sink_logits = p.sink_logits;
   dp.batch = static_cast<int>(p.batch);
   dp.seqlen_q = static_cast<int>(p.seqlen_q);

@@ -72,6 +72,13 @@ struct DecodeParams {
   const int32_t* cache_seqlens = nullptr;  // before the (fused) append: L = cache_seqlens + seqlen_new - leftpad
   const int32_t* cache_leftpad = nullptr;
   int seqlen_new = 0;  // rows the fused append wrote (append_kernel.cuh ran first on the same stream)
+  // The fused append's rule (append_kernel.cuh, sequence_ok), applied when the call appends or
+  // rotates (guard): a sequence that fails it was not appended, and its outputs and LSE are NaN
+  // (merge_and_store; combine_kernel.cuh passes NaN partials on), never a finite answer.
+  bool guard = false;
+  int64_t capacity = 0;       // cache slots per sequence
+  bool rotary = false;        // rotary on: positions must stay within the table's rows
+  int64_t rotary_max_pos = 0;
   // sizes
   int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0, rows = 0;
   // scores
@@ -256,10 +263,22 @@ __device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, f
 // O = Σ w_g O_g / l; then written as O and LSE (one split) or as this split's fp32 partials. With
 // one split the attention sink joins here (m includes it, l gets exp(sink - m), O nothing: as
 // combine_kernel does after splits).
+// Whether the fused append refused sequence b (the append kernel's sequence_ok, negated).
+__device__ __forceinline__ bool append_failed(const DecodeParams& p, int b) {
+  if (!p.guard) return false;
+  const int64_t len = p.cache_seqlens[b];
+  const int64_t lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
+  if (len < 0 || lp < 0 || lp > len || len + p.seqlen_new > p.capacity) return true;
+  return p.rotary && len + p.seqlen_new - lp > p.rotary_max_pos;
+}
+
 template <typename T, int kD, int kParts, int kRowsCta>
 __device__ __forceinline__ void merge_and_store(const DecodeParams& p, const float* sm_m, const float* sm_l,
                                                 const float* sm_o, int split, int b, int hk, int row0) {
   constexpr int kChunks = kD / 8;
+  // NaN queries (the append's rotated copy of a refused sequence) give scores that fmaxf drops:
+  // such a row would look empty (out 0, LSE -inf) below, so the rule is checked here.
+  const bool failed = append_failed(p, b);
   for (int t = threadIdx.x; t < kRowsCta * kChunks; t += blockDim.x) {
     const int r = t / kChunks, cc = t % kChunks;
     const int rr = row0 + r;
@@ -282,11 +301,11 @@ __device__ __forceinline__ void merge_and_store(const DecodeParams& p, const flo
       }
       if (sink != -INFINITY) sum += exp2f((sink - mx) * kLog2e);
     }
-    const bool empty = !(sum > 0.0f);  // no visible key in this split (NaN stays NaN below)
-    const float inv = empty ? 0.0f : 1.0f / sum;
+    const bool empty = !(sum > 0.0f);  // no visible key in this split
+    const float inv = failed ? __int_as_float(0x7fc00000) : empty ? 0.0f : 1.0f / sum;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[e] *= inv;
-    const float lse = empty ? -INFINITY : mx + logf(sum);
+    const float lse = failed ? __int_as_float(0x7fc00000) : empty ? -INFINITY : mx + logf(sum);
     if (p.num_splits == 1) {
       T* op = static_cast<T*>(p.out) + b * p.o_batch_stride + int64_t(i) * p.o_row_stride +
               int64_t(hq) * p.o_head_stride + cc * 8;
