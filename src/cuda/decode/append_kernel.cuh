@@ -20,8 +20,10 @@
 // Device data is not validated on the host by default (kvcache.h, check_device_data). The kernel
 // guards every write instead: a sequence whose append does not fit the capacity (or whose
 // cache_seqlens / leftpad are out of range, or whose positions pass the rotary table) writes no
-// cache slot and gets NaN queries (so its attention output is NaN, not a silent wrong answer); a
-// page entry or cache row out of range skips that slot's write.
+// cache slot and gets NaN queries; its attention output and LSE are NaN, not a silent wrong answer
+// (the decode kernels check the same rule when they store: decode_kernel.cuh, append_failed;
+// NaN scores alone would be dropped by the softmax's max). A page entry or cache row out of range
+// skips that slot's write.
 #pragma once
 
 #include <cuda_bf16.h>
