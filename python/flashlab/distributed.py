@@ -18,6 +18,8 @@ in fp32. docs/distributed.md has the algorithm, what has been verified (gloo on 
 Causal attention expects the zigzag layout (``zigzag_shard``): the sequence is cut into 2R
 chunks and rank r holds chunks r and 2R-1-r, so every rank does the same amount of work.
 Non-causal attention takes plain contiguous shards (any layout works: every pair is full).
+Packed variable-length batches (``cu_seqlens``) split every sequence the same way
+(``zigzag_shard_varlen``).
 """
 
 from typing import List, Optional, Sequence
@@ -33,7 +35,8 @@ from torch import Tensor
 
 from . import torch as _fl  # noqa: F401  (registers the flashlab::fwd / flashlab::bwd ops)
 
-__all__ = ["ring_attention", "merge_partial", "zigzag_shard", "zigzag_unshard"]
+__all__ = ["ring_attention", "merge_partial", "zigzag_shard", "zigzag_unshard", "zigzag_shard_varlen",
+           "zigzag_unshard_varlen"]
 
 _FWD = torch.ops.flashlab.fwd.default
 _BWD = torch.ops.flashlab.bwd.default
@@ -61,6 +64,30 @@ def zigzag_unshard(shards: Sequence[Tensor], dim: int = 1) -> Tensor:
         first, second = s.chunk(2, dim=dim)
         chunks[r], chunks[2 * world - 1 - r] = first, second
     return torch.cat(chunks, dim=dim)
+
+
+def zigzag_shard_varlen(x: Tensor, cu_seqlens: Tensor, rank: int, world: int):
+    """Rank `rank`'s zigzag shard of packed variable-length sequences: x (total, ...) with sequence
+    b at rows [cu_seqlens[b], cu_seqlens[b+1]); every length must divide by 2*world. Returns
+    (shard, cu_local): the shard packs, per sequence, its chunks `rank` and `2*world-1-rank`;
+    cu_local = cu_seqlens // world (int32, on cu_seqlens' device), the same on every rank."""
+    cu = [int(c) for c in cu_seqlens.tolist()]
+    parts = []
+    for b in range(len(cu) - 1):
+        parts.append(zigzag_shard(x[cu[b]:cu[b + 1]], rank, world, dim=0))
+    shard = torch.cat(parts, dim=0) if parts else x[:0]
+    return shard, torch.div(cu_seqlens, world, rounding_mode="floor").to(torch.int32)
+
+
+def zigzag_unshard_varlen(shards: Sequence[Tensor], cu_seqlens: Tensor) -> Tensor:
+    """The packed sequences from every rank's ``zigzag_shard_varlen`` shard, in rank order."""
+    world = len(shards)
+    cu = [int(c) for c in cu_seqlens.tolist()]
+    seqs = []
+    for b in range(len(cu) - 1):
+        lo, hi = cu[b] // world, cu[b + 1] // world  # this sequence's rows in every shard
+        seqs.append(zigzag_unshard([s[lo:hi] for s in shards], dim=0))
+    return torch.cat(seqs, dim=0) if seqs else shards[0][:0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,39 +269,103 @@ def _wait(reqs):
 # ---------------------------------------------------------------------------------------------
 # Per-step blocks: which queries meet which keys, and with which mask
 # ---------------------------------------------------------------------------------------------
-def _plan(step: int, rank: int, world: int, causal: bool, n: int):
-    """(q slice, kv slice, causal) for the block of rank (rank - step) visiting `rank`.
+_ALL, _FIRST, _SECOND = "all", "first", "second"  # a shard's rows: all, or the half of each sequence
 
-    Zigzag (causal): rank r holds chunks (r, 2R-1-r). Own block: one causal call (chunk pairs:
-    same chunk causal, the earlier key chunk full, the later one skipped). A block from an earlier
-    rank j < r: its first chunk j is before both query chunks (full), its second 2R-1-j after both
-    (skipped). From a later rank j > r: both its chunks are after query chunk r (skipped) and before
-    query chunk 2R-1-r (full)."""
-    full = slice(0, n)
+
+def _plan(step: int, rank: int, world: int, causal: bool):
+    """(query rows, key rows, causal) for the block of rank (rank - step) visiting `rank`.
+
+    Zigzag (causal): rank r holds chunks (r, 2R-1-r) of each sequence. Own block: one causal call
+    (chunk pairs: same chunk causal, the earlier key chunk full, the later one skipped). A block
+    from an earlier rank j < r: its first chunk j is before both query chunks (full), its second
+    2R-1-j after both (skipped). From a later rank j > r: both its chunks are after query chunk r
+    (skipped) and before query chunk 2R-1-r (full)."""
     if not causal:
-        return full, full, False
+        return _ALL, _ALL, False
     if step == 0:
-        return full, full, True
-    src = (rank - step) % world
-    half = n // 2
-    if src < rank:
-        return full, slice(0, half), False
-    return slice(half, n), full, False
+        return _ALL, _ALL, True
+    if (rank - step) % world < rank:
+        return _ALL, _FIRST, False
+    return _SECOND, _ALL, False
 
 
-def _options(scale, causal):
-    # flashlab::fwd / bwd options after (q, k, v) / (dout, q, k, v, out, lse): no varlen, ALiBi,
-    # sinks, dropout, window or softcap; equal lengths on the diagonal, so either causal alignment
-    # fits. (bwd takes one more argument, sink_grad: False here.)
-    return (None, None, 0, 0, None, None, None, scale, causal, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
+class _Dense:
+    """Shards (batch, seqlen_local, heads, head_dim); LSE (batch, heads, seqlen_local). A half is
+    a slice of the sequence dimension."""
+
+    def __init__(self, q: Tensor):
+        n = q.shape[1]
+        self.rows = {_ALL: slice(0, n), _FIRST: slice(0, n // 2), _SECOND: slice(n // 2, n)}
+
+    def take(self, t: Tensor, part: str) -> Tensor:  # the part's rows of q, k, v, out, dout
+        return t if part == _ALL else t[:, self.rows[part]].contiguous()
+
+    def take_lse(self, t: Tensor, part: str) -> Tensor:
+        return t if part == _ALL else t[:, :, self.rows[part]].contiguous()
+
+    def varlen(self, part_q: str, part_k: str):  # cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
+        return None, None, 0, 0
+
+    def merge(self, out: Tensor, lse: Tensor, part: str, o_i: Tensor, l_i: Tensor):
+        r = self.rows[part]
+        _merge_(out[:, r], lse[:, :, r], o_i, l_i)  # in place, through views
+
+    def add(self, acc: Tensor, part: str, g: Tensor):
+        acc[:, self.rows[part]].add_(g)
 
 
-def _seq(t: Tensor, s: slice) -> Tensor:
-    return t[:, s].contiguous() if (s.start, s.stop) != (0, t.shape[1]) else t
+class _Packed:
+    """Variable-length shards packed (total_local, heads, head_dim), sequence b at rows
+    [cu[b], cu[b+1]); LSE (heads, total_local). A half is the first or second half of every
+    sequence's rows (index_select / index_add along the rows)."""
+
+    def __init__(self, q: Tensor, cu: Tensor, max_seqlen: int):
+        self.cu, self.max = cu, max_seqlen
+        self.cu_half = torch.div(cu, 2, rounding_mode="floor")
+        # Row j of the halves' packing (cu_half) is row j - cu_half[b] of sequence b's first half:
+        # computed without reading cu on the host (no synchronization; every length is even, so the
+        # halves hold total / 2 rows each).
+        j = torch.arange(q.shape[0] // 2, device=q.device, dtype=cu.dtype)
+        b = torch.searchsorted(self.cu_half[1:].contiguous(), j, right=True)
+        first = (cu[b] + (j - self.cu_half[b])).long()
+        self.index = {_FIRST: first, _SECOND: first + (self.cu_half[b + 1] - self.cu_half[b]).long()}
+
+    def take(self, t: Tensor, part: str) -> Tensor:
+        return t if part == _ALL else t.index_select(0, self.index[part])
+
+    def take_lse(self, t: Tensor, part: str) -> Tensor:
+        return t if part == _ALL else t.index_select(1, self.index[part])
+
+    def varlen(self, part_q: str, part_k: str):
+        def cu_max(part):
+            return (self.cu, self.max) if part == _ALL else (self.cu_half, self.max // 2)
+
+        (cq, mq), (ck, mk) = cu_max(part_q), cu_max(part_k)
+        return cq, ck, mq, mk
+
+    def merge(self, out: Tensor, lse: Tensor, part: str, o_i: Tensor, l_i: Tensor):
+        if part == _ALL:  # (1, total, heads, d) and (1, heads, total): the dense merge's layout
+            _merge_(out.unsqueeze(0), lse.unsqueeze(0), o_i.unsqueeze(0), l_i.unsqueeze(0))
+            return
+        i = self.index[part]
+        o, l = out.index_select(0, i), lse.index_select(1, i)
+        _merge_(o.unsqueeze(0), l.unsqueeze(0), o_i.unsqueeze(0), l_i.unsqueeze(0))
+        out.index_copy_(0, i, o)
+        lse.index_copy_(1, i, l)
+
+    def add(self, acc: Tensor, part: str, g: Tensor):
+        if part == _ALL:
+            acc.add_(g)
+        else:
+            acc.index_add_(0, self.index[part], g.to(acc.dtype))
 
 
-def _lse_seq(t: Tensor, s: slice) -> Tensor:
-    return t[:, :, s].contiguous() if (s.start, s.stop) != (0, t.shape[2]) else t
+def _options(scale, causal, varlen):
+    # flashlab::fwd / bwd options after (q, k, v) / (dout, q, k, v, out, lse): varlen (cu_seqlens_q,
+    # cu_seqlens_k, max_seqlen_q, max_seqlen_k) or none; no ALiBi, sinks, dropout, window or
+    # softcap; equal lengths on the diagonal, so either causal alignment fits. (bwd takes one more
+    # argument, sink_grad: False here.)
+    return (*varlen, None, None, None, scale, causal, "bottom_right", -1, -1, 0.0, 0.0, False, "auto")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,28 +374,27 @@ def _lse_seq(t: Tensor, s: slice) -> Tensor:
 _TAG_KV, _TAG_DKV = 0, 2  # k, v use tags 0, 1; dk, dv use 2, 3 (per step, tags repeat in order)
 
 
-def _ring_forward(q, k, v, ring: _Ring, causal: bool, scale):
-    n = q.shape[1]
+def _ring_forward(q, k, v, ring: _Ring, causal: bool, scale, lay):
     out = lse = None
     kv = (k, v)
     for step in range(ring.world):
         reqs = []
         if step + 1 < ring.world:  # the next block is on its way while this one is computed
             nxt, reqs = ring.exchange(kv, _TAG_KV)
-        qs, ks, c = _plan(step, ring.rank, ring.world, causal, n)
-        o_i, l_i = _FWD(_seq(q, qs), _seq(kv[0], ks), _seq(kv[1], ks), *_options(scale, c))
+        qp, kp, c = _plan(step, ring.rank, ring.world, causal)
+        o_i, l_i = _FWD(lay.take(q, qp), lay.take(kv[0], kp), lay.take(kv[1], kp),
+                        *_options(scale, c, lay.varlen(qp, kp)))  # fmt: skip
         if out is None:  # step 0 covers every query row (the diagonal, or every key)
             out, lse = o_i.float(), l_i.float()
-        else:  # in place, into this step's rows (views)
-            _merge_(out[:, qs], lse[:, :, qs], o_i, l_i.float())
+        else:  # in place, into this step's rows
+            lay.merge(out, lse, qp, o_i, l_i.float())
         _wait(reqs)
         if step + 1 < ring.world:
             kv = tuple(nxt)
     return out, lse
 
 
-def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
-    n = q.shape[1]
+def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale, lay):
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     kv = (k, v)
     dkv_reqs, dkv_in = [], None
@@ -312,10 +402,10 @@ def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
         reqs = []
         if step + 1 < ring.world:
             nxt, reqs = ring.exchange(kv, _TAG_KV)
-        qs, ks, c = _plan(step, ring.rank, ring.world, causal, n)
-        g = _BWD(_seq(dout, qs), _seq(q, qs), _seq(kv[0], ks), _seq(kv[1], ks), _seq(out, qs),
-                 _lse_seq(lse, qs), *_options(scale, c), False)  # fmt: skip
-        dq[:, qs].add_(g[0])
+        qp, kp, c = _plan(step, ring.rank, ring.world, causal)
+        g = _BWD(lay.take(dout, qp), lay.take(q, qp), lay.take(kv[0], kp), lay.take(kv[1], kp), lay.take(out, qp),
+                 lay.take_lse(lse, qp), *_options(scale, c, lay.varlen(qp, kp)), False)  # fmt: skip
+        lay.add(dq, qp, g[0])
         # The visiting block's gradient so far came from the previous rank (it held the block one
         # step earlier): this rank's part is added to it in place, and it travels on with the block.
         if step > 0:
@@ -324,8 +414,8 @@ def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
         else:
             dk_i = torch.zeros(k.shape, dtype=torch.float32, device=k.device)
             dv_i = torch.zeros(v.shape, dtype=torch.float32, device=v.device)
-        dk_i[:, ks].add_(g[1])
-        dv_i[:, ks].add_(g[2])
+        lay.add(dk_i, kp, g[1])
+        lay.add(dv_i, kp, g[2])
         if ring.world == 1:  # nothing travels: the block is this rank's own
             dkv_in = (dk_i, dv_i)
             break
@@ -341,24 +431,26 @@ def _ring_backward(dout, q, k, v, out, lse, ring: _Ring, causal: bool, scale):
 
 class _RingAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, group, causal, scale):
+    def forward(ctx, q, k, v, group, causal, scale, cu_seqlens, max_seqlen):
         ring = _Ring(group)
-        out32, lse = _ring_forward(q, k, v, ring, causal, scale)
+        lay = _Dense(q) if cu_seqlens is None else _Packed(q, cu_seqlens, max_seqlen)
+        out32, lse = _ring_forward(q, k, v, ring, causal, scale, lay)
         out = out32.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.ring, ctx.causal, ctx.scale = ring, causal, scale
+        ctx.ring, ctx.causal, ctx.scale, ctx.lay = ring, causal, scale, lay
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.ring, ctx.causal, ctx.scale)
-        return dq, dk, dv, None, None, None
+        dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.ring, ctx.causal, ctx.scale, ctx.lay)
+        return dq, dk, dv, None, None, None, None, None
 
 
 def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = False,
-                   softmax_scale: Optional[float] = None, return_lse: bool = False):  # fmt: skip
+                   softmax_scale: Optional[float] = None, return_lse: bool = False,
+                   cu_seqlens: Optional[Tensor] = None, max_seqlen: Optional[int] = None):  # fmt: skip
     """Attention over a sequence sharded across the ranks of `group` (default: the world).
 
     Args:
@@ -366,10 +458,15 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
             shard (batch, seqlen_local, heads_kv, head_dim), heads_kv dividing heads_q (GQA/MQA).
             Every rank's shard has the same shape.
         causal: causal attention over the whole sequence; the shards must be in the zigzag layout
-            (``zigzag_shard``; seqlen_local even). Non-causal: any layout (usually contiguous).
+            (``zigzag_shard`` / ``zigzag_shard_varlen``). Non-causal: any layout (usually contiguous).
         softmax_scale: default 1/sqrt(head_dim).
         return_lse: also return this rank's rows of the global log-sum-exp, fp32
-            (batch, heads_q, seqlen_local); not differentiable.
+            (batch, heads_q, seqlen_local), or (heads_q, total_local) packed; not differentiable.
+        cu_seqlens: variable-length sequences: q, k, v are packed (total_local, heads, head_dim),
+            this rank's part of sequence b at rows [cu_seqlens[b], cu_seqlens[b+1]); int32 (batch + 1,)
+            on q's device, the same on every rank (each sequence is split evenly:
+            ``zigzag_shard_varlen`` returns it). Causal needs every local length even.
+        max_seqlen: the longest local sequence (read from cu_seqlens when not given: one host sync).
 
     Returns:
         ``out`` (like q: this rank's rows of the full attention), or ``(out, lse)``.
@@ -380,9 +477,26 @@ def ring_attention(q: Tensor, k: Tensor, v: Tensor, group=None, causal: bool = F
     """
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("ring_attention needs an initialized torch.distributed process group")
-    if q.shape[1] != k.shape[1] or k.shape != v.shape:
-        raise ValueError("ring_attention: q, k, v shards must have the same seqlen_local and k, v one shape")
-    if causal and q.shape[1] % 2:
-        raise ValueError("ring_attention(causal=True) takes zigzag shards: seqlen_local must be even")
-    out, lse = _RingAttention.apply(q, k, v, group, causal, softmax_scale)
+    if k.shape != v.shape or q.shape[:-2] != k.shape[:-2]:
+        raise ValueError("ring_attention: q, k, v shards must have the same tokens and k, v one shape")
+    if cu_seqlens is None:
+        if q.dim() != 4:
+            raise ValueError(f"ring_attention: q must be (batch, seqlen_local, heads, head_dim), got {tuple(q.shape)}")
+        if causal and q.shape[1] % 2:
+            raise ValueError("ring_attention(causal=True) takes zigzag shards: seqlen_local must be even")
+    else:
+        if q.dim() != 3:
+            raise ValueError(f"ring_attention: with cu_seqlens q must be packed (total_local, heads, head_dim), "
+                             f"got {tuple(q.shape)}")  # fmt: skip
+        if cu_seqlens.dim() != 1 or cu_seqlens.dtype != torch.int32 or cu_seqlens.device != q.device:
+            raise ValueError("ring_attention: cu_seqlens must be int32 (batch + 1,) on q's device")
+        if cu_seqlens.device.type == "cpu":  # checked where it costs no synchronization
+            lens = cu_seqlens[1:] - cu_seqlens[:-1]
+            if int(cu_seqlens[0]) != 0 or int(cu_seqlens[-1]) != q.shape[0] or bool((lens < 0).any()):
+                raise ValueError("ring_attention: cu_seqlens must rise from 0 to q.shape[0]")
+            if causal and bool((lens % 2).any()):
+                raise ValueError("ring_attention(causal=True) takes zigzag shards: every local length must be even")
+        if max_seqlen is None:
+            max_seqlen = int((cu_seqlens[1:] - cu_seqlens[:-1]).max()) if cu_seqlens.numel() > 1 else 0
+    out, lse = _RingAttention.apply(q, k, v, group, causal, softmax_scale, cu_seqlens, max_seqlen)
     return (out, lse) if return_lse else out

@@ -82,6 +82,55 @@ def _check_case(rank, world, shape, causal, scale, seed, group=None):
     return errors
 
 
+VARLEN_CASES = [  # global sequence lengths (each divides by 2 x 4), heads_q, heads_kv, head_dim, causal
+    ([16, 0, 40, 8, 64], 4, 4, 32, True),
+    ([24, 56, 8], 4, 2, 32, False),  # GQA
+    ([32, 8, 16], 2, 1, 64, True),  # MQA
+]
+
+
+def _check_varlen_case(rank, world, lens, hq, hkv, d, causal, seed, device="cpu", dtype=torch.float32, tol=RTOL):
+    """Packed sequences (zigzag_shard_varlen) through ring_attention against one process's varlen
+    attention of the whole batch: out, LSE, dq, dk, dv of this rank's rows, max error <= tol x
+    max(1, largest reference value). Shared with test_distributed_nccl.py (bf16 on GPUs)."""
+    g = torch.Generator().manual_seed(seed)
+    total = sum(lens)
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device=device)
+    q, dout = (torch.randn(total, hq, d, generator=g).to(device, dtype) for _ in range(2))
+    k, v = (torch.randn(total, hkv, d, generator=g).to(device, dtype) for _ in range(2))
+    qr, kr, vr = (x.clone().requires_grad_() for x in (q, k, v))
+    out, lse = fl.attention(qr, kr, vr, causal=causal, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens),
+                            max_seqlen_k=max(lens), return_lse=True)  # fmt: skip
+    dq, dk, dv = torch.autograd.grad(out, (qr, kr, vr), dout)
+    want = {"out": out.detach(), "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+
+    def shard(x, name=""):
+        if name == "lse":  # (heads, total): shard the rows of its transpose
+            return fd.zigzag_shard_varlen(x.t(), cu, rank, world)[0].t()
+        return fd.zigzag_shard_varlen(x, cu, rank, world)[0]
+
+    cu_l = fd.zigzag_shard_varlen(q, cu, rank, world)[1]
+    ql, kl, vl = (shard(x).requires_grad_() for x in (q, k, v))
+    o, l = fd.ring_attention(ql, kl, vl, causal=causal, return_lse=True, cu_seqlens=cu_l)
+    got = dict(zip(("out", "lse"), (o, l)))
+    got.update(zip(("dq", "dk", "dv"), torch.autograd.grad(o, (ql, kl, vl), shard(dout))))
+    errors = []
+    for name, gv in got.items():
+        w = shard(want[name], name)
+        if gv.shape != w.shape or gv.dtype != w.dtype or not torch.isfinite(gv.float()).all():
+            errors.append(f"{name}: {tuple(gv.shape)} {gv.dtype} vs {tuple(w.shape)} {w.dtype}, or non-finite values")
+            continue
+        err = (gv.float() - w.float()).abs().max().item() if gv.numel() else 0.0
+        scale = max(w.float().abs().max().item() if w.numel() else 0.0, 1.0)
+        if err > tol * scale:
+            errors.append(f"{name}: max abs err {err:.3g} (largest value {scale:.3g})")
+    # the shards reassemble
+    parts = [fd.zigzag_shard_varlen(q, cu, r, world)[0] for r in range(world)]
+    if not torch.equal(fd.zigzag_unshard_varlen(parts, cu), q):
+        errors.append("zigzag_unshard_varlen(shards) != x")
+    return errors
+
+
 def _worker(rank, world, port, cases, result_dir):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
@@ -94,6 +143,12 @@ def _worker(rank, world, port, cases, result_dir):
             except Exception:
                 errors = [traceback.format_exc()]
             lines += [f"case {shape} causal={causal} scale={scale}: {e}" for e in errors]
+        for i, (lens, hq, hkv, d, causal) in enumerate(VARLEN_CASES):
+            try:
+                errors = _check_varlen_case(rank, world, lens, hq, hkv, d, causal, seed=4000 + i)
+            except Exception:
+                errors = [traceback.format_exc()]
+            lines += [f"varlen case {lens} h{hq}/{hkv} d{d} causal={causal}: {e}" for e in errors]
         if world == 2:  # benchmarks/ring_scaling.py's "serial" mode: same results, transfers not overlapped
             with fd._comm_mode("serial"):
                 for i, (shape, causal, scale) in enumerate(CASES[:3]):

@@ -3,7 +3,8 @@
 Skipped unless torch sees at least 2 CUDA devices and NCCL. Every process draws the same
 full-sequence inputs, runs ``ring_attention`` on its shard (zigzag for causal, contiguous
 otherwise) and compares out, LSE and dq, dk, dv of its shard with single-GPU
-``flashlab.torch.attention`` on the whole sequence (computed on its own GPU). bf16 inputs, so the
+``flashlab.torch.attention`` on the whole sequence (computed on its own GPU), dense and packed
+(test_distributed.py's VARLEN_CASES). bf16 inputs, so the
 tolerance is bf16's. Each rank prints a line per case as it finishes (pytest -s shows them), so a
 hang shows where it is; the process group times out after 120 s. The timings are
 benchmarks/ring_scaling.py's (tools/gpu_sm90.sh ring runs both).
@@ -23,6 +24,7 @@ if torch.cuda.device_count() < 2 or not dist.is_available() or not dist.is_nccl_
 
 import flashlab.distributed as fd  # noqa: E402
 import flashlab.torch as fl  # noqa: E402
+from test_distributed import VARLEN_CASES, _check_varlen_case  # noqa: E402  (python/tests is on sys.path)
 
 CASES = [  # (batch, seqlen, heads_q, heads_kv, head_dim), causal; seqlen divides into 2 x 4 zigzag chunks
     ((2, 1024, 8, 8, 128), False),
@@ -97,6 +99,14 @@ def _worker(rank, world, port, result_dir):
                 errors = [traceback.format_exc()]
             lines += [f"case {shape} causal={causal}: {e}" for e in errors]
             print(f"[nccl ring] world {world} rank {rank} case {shape} causal={causal}: "
+                  f"{'ok' if not errors else 'FAILED'}", flush=True)
+        for i, (lens, hq, hkv, d, causal) in enumerate(VARLEN_CASES):  # packed sequences, bf16
+            try:
+                errors = _check_varlen_case(rank, world, lens, hq, hkv, d, causal, 5000 + i, device, torch.bfloat16, TOL)
+            except Exception:
+                errors = [traceback.format_exc()]
+            lines += [f"varlen case {lens} causal={causal}: {e}" for e in errors]
+            print(f"[nccl ring] world {world} rank {rank} varlen {lens} causal={causal}: "
                   f"{'ok' if not errors else 'FAILED'}", flush=True)
         dist.barrier()
     finally:
