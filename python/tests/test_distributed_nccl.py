@@ -102,7 +102,8 @@ def _worker(rank, world, port, result_dir):
                   f"{'ok' if not errors else 'FAILED'}", flush=True)
         for i, (lens, hq, hkv, d, causal) in enumerate(VARLEN_CASES):  # packed sequences, bf16
             try:
-                errors = _check_varlen_case(rank, world, lens, hq, hkv, d, causal, 5000 + i, device, torch.bfloat16, TOL)
+                errors = _check_varlen_case(rank, world, lens, hq, hkv, d, causal, 5000 + i, device,
+                                            torch.bfloat16, TOL)  # fmt: skip
             except Exception:
                 errors = [traceback.format_exc()]
             lines += [f"varlen case {lens} causal={causal}: {e}" for e in errors]

@@ -22,12 +22,14 @@ def check(mod, rng):
         shards = []
         for r in range(world):
             ch = mod.zigzag_chunks(r, world)
-            if len(ch) != 2 or not all(isinstance(x, (int, np.integer)) for x in ch) or not 0 <= ch[0] < ch[1] < 2 * world:
+            ints = len(ch) == 2 and all(isinstance(x, (int, np.integer)) for x in ch)
+            if not ints or not 0 <= ch[0] < ch[1] < 2 * world:
                 raise Fail("chunks", f"R {world} rank {r}: zigzag_chunks returned {ch!r}, expected two chunk "
                                      f"indices a < b in [0, {2 * world})")
             shards.append((int(ch[0]), int(ch[1])))
         if sorted(x for s in shards for x in s) != list(range(2 * world)):
-            raise Fail("chunks", f"R {world}: the ranks' chunks {shards} do not cover each of the {2 * world} chunks once")
+            raise Fail("chunks", f"R {world}: the ranks' chunks {shards} do not cover each of the "
+                                 f"{2 * world} chunks once")
         for causal in (False, True):
             covered = np.zeros((n, n), dtype=np.int64)
             work = np.zeros(world, dtype=np.int64)
@@ -38,7 +40,8 @@ def check(mod, rng):
                         continue
                     qp, kp, is_causal = plan
                     if qp not in PARTS or kp not in PARTS:
-                        raise Fail("plan", f"R {world} rank {r} step {step}: parts {qp!r}, {kp!r} (expected one of {PARTS})")
+                        raise Fail("plan", f"R {world} rank {r} step {step}: parts {qp!r}, {kp!r} "
+                                           f"(expected one of {PARTS})")
                     src = (r - step) % world
                     qi, kj = _rows(shards[r], c, qp), _rows(shards[src], c, kp)
                     for li, i in enumerate(qi):
