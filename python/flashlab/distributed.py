@@ -251,9 +251,9 @@ class _Ring:
         for i, (t, b) in enumerate(zip(tensors, bufs)):
             ops.append(dist.P2POp(dist.irecv, b, self.prev, self.group, tag + i))
             ops.append(dist.P2POp(dist.isend, t, self.next, self.group, tag + i))
-        # One batch (NCCL: one ncclGroupStart/End): posted one by one, every rank's first receive
-        # waits for a send that its peer queued behind its own first receive on NCCL's stream (a
-        # deadlock; gloo's point-to-point does not queue, so the CPU tests could not show it).
+        # One batch (NCCL: one ncclGroupStart/End). An earlier version posted the sends and
+        # receives one by one, and its first NCCL run hung (cause not confirmed); batched, the NCCL
+        # tests pass (docs/distributed.md).
         reqs = dist.batch_isend_irecv(ops)
         if self.comm == "serial":  # benchmark only: the transfer before whatever is queued next
             _wait(reqs)
@@ -319,9 +319,12 @@ class _Packed:
     [cu[b], cu[b+1]); LSE (heads, total_local). A half is the first or second half of every
     sequence's rows (index_select / index_add along the rows)."""
 
-    def __init__(self, q: Tensor, cu: Tensor, max_seqlen: int):
+    def __init__(self, q: Tensor, cu: Tensor, max_seqlen: int, causal: bool):
         self.cu, self.max = cu, max_seqlen
         self.cu_half = torch.div(cu, 2, rounding_mode="floor")
+        self.index = {}
+        if not causal:  # only causal steps take halves (and only they need even lengths)
+            return
         # Row j of the halves' packing (cu_half) is row j - cu_half[b] of sequence b's first half:
         # computed without reading cu on the host (no synchronization; every length is even, so the
         # halves hold total / 2 rows each).
@@ -433,7 +436,7 @@ class _RingAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, group, causal, scale, cu_seqlens, max_seqlen):
         ring = _Ring(group)
-        lay = _Dense(q) if cu_seqlens is None else _Packed(q, cu_seqlens, max_seqlen)
+        lay = _Dense(q) if cu_seqlens is None else _Packed(q, cu_seqlens, max_seqlen, causal)
         out32, lse = _ring_forward(q, k, v, ring, causal, scale, lay)
         out = out32.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)

@@ -86,13 +86,24 @@ VARLEN_CASES = [  # global sequence lengths (each divides by 2 x 4), heads_q, he
     ([16, 0, 40, 8, 64], 4, 4, 32, True),
     ([24, 56, 8], 4, 2, 32, False),  # GQA
     ([32, 8, 16], 2, 1, 64, True),  # MQA
+    ([12, 4, 20], 2, 2, 32, "contiguous"),  # non-causal, contiguous shards: odd local lengths at 4 ranks
 ]
 
 
+def _contiguous_varlen(x, cu, rank, world):
+    """Each sequence cut into `world` contiguous parts; this rank's part of each (non-causal only)."""
+    c = [int(v) for v in cu.tolist()]
+    parts = [x[c[b]:c[b + 1]].chunk(world, dim=0)[rank] if c[b + 1] > c[b] else x[:0] for b in range(len(c) - 1)]
+    return torch.cat(parts, dim=0), torch.div(cu, world, rounding_mode="floor").to(torch.int32)
+
+
 def _check_varlen_case(rank, world, lens, hq, hkv, d, causal, seed, device="cpu", dtype=torch.float32, tol=RTOL):
-    """Packed sequences (zigzag_shard_varlen) through ring_attention against one process's varlen
-    attention of the whole batch: out, LSE, dq, dk, dv of this rank's rows, max error <= tol x
-    max(1, largest reference value). Shared with test_distributed_nccl.py (bf16 on GPUs)."""
+    """Packed sequences (zigzag_shard_varlen; causal "contiguous": non-causal with contiguous
+    per-sequence shards) through ring_attention against one process's varlen attention of the
+    whole batch: out, LSE, dq, dk, dv of this rank's rows, max error <= tol x max(1, largest
+    reference value). Shared with test_distributed_nccl.py (bf16 on GPUs)."""
+    shard_fn = _contiguous_varlen if causal == "contiguous" else fd.zigzag_shard_varlen
+    causal = causal is True
     g = torch.Generator().manual_seed(seed)
     total = sum(lens)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device=device)
@@ -106,10 +117,10 @@ def _check_varlen_case(rank, world, lens, hq, hkv, d, causal, seed, device="cpu"
 
     def shard(x, name=""):
         if name == "lse":  # (heads, total): shard the rows of its transpose
-            return fd.zigzag_shard_varlen(x.t(), cu, rank, world)[0].t()
-        return fd.zigzag_shard_varlen(x, cu, rank, world)[0]
+            return shard_fn(x.t(), cu, rank, world)[0].t()
+        return shard_fn(x, cu, rank, world)[0]
 
-    cu_l = fd.zigzag_shard_varlen(q, cu, rank, world)[1]
+    cu_l = shard_fn(q, cu, rank, world)[1]
     ql, kl, vl = (shard(x).requires_grad_() for x in (q, k, v))
     o, l = fd.ring_attention(ql, kl, vl, causal=causal, return_lse=True, cu_seqlens=cu_l)
     got = dict(zip(("out", "lse"), (o, l)))
@@ -124,10 +135,10 @@ def _check_varlen_case(rank, world, lens, hq, hkv, d, causal, seed, device="cpu"
         scale = max(w.float().abs().max().item() if w.numel() else 0.0, 1.0)
         if err > tol * scale:
             errors.append(f"{name}: max abs err {err:.3g} (largest value {scale:.3g})")
-    # the shards reassemble
-    parts = [fd.zigzag_shard_varlen(q, cu, r, world)[0] for r in range(world)]
-    if not torch.equal(fd.zigzag_unshard_varlen(parts, cu), q):
-        errors.append("zigzag_unshard_varlen(shards) != x")
+    if shard_fn is fd.zigzag_shard_varlen:  # the zigzag shards reassemble
+        parts = [fd.zigzag_shard_varlen(q, cu, r, world)[0] for r in range(world)]
+        if not torch.equal(fd.zigzag_unshard_varlen(parts, cu), q):
+            errors.append("zigzag_unshard_varlen(shards) != x")
     return errors
 
 
