@@ -32,7 +32,7 @@ def _ms(fn, n=10):
 def main():
     if not torch.cuda.is_available():
         raise SystemExit("ring_overhead: needs a CUDA device")
-    opts = fd._options(None, False)
+    opts = fd._options(None, False, (None, None, 0, 0))  # no scale override, non-causal, dense
     for seq, heads in ((32768, 16), (65536, 8)):
         g = torch.Generator(device="cuda").manual_seed(0)
         q, k, v = (torch.randn(1, seq, heads, 128, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
