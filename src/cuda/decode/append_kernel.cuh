@@ -21,7 +21,7 @@
 // guards every write instead: a sequence whose append does not fit the capacity (or whose
 // cache_seqlens / leftpad are out of range, or whose positions pass the rotary table) writes no
 // cache slot and gets NaN queries; its attention output and LSE are NaN, not a silent wrong answer
-// (the decode kernels check the same rule when they store: decode_kernel.cuh, append_failed;
+// (the decode kernels check the same rule, append_rule.cuh, when they store: decode_kernel.cuh;
 // NaN scores alone would be dropped by the softmax's max). A page entry or cache row out of range
 // skips that slot's write.
 #pragma once
@@ -33,6 +33,7 @@
 
 #include "cuda/common/fast_div.h"
 #include "cuda/common/ptx_sm80.cuh"
+#include "cuda/decode/append_rule.cuh"
 
 namespace flashlab {
 namespace decode {
@@ -252,14 +253,6 @@ __device__ __forceinline__ void rotate(const AppendParams& p, const T* x, int e0
 #pragma unroll
   for (int u = 0; u < kVec; ++u)
     if (e0 + u < p.rotary_dim) el[u] = rotate_elem<T>(p, x, e0 + u, pos);
-}
-
-// Whether sequence b's append is in range (the host's checks, per sequence, on the device).
-__device__ __forceinline__ bool sequence_ok(const AppendParams& p, int b, int64_t* len, int64_t* lp) {
-  *len = p.cache_seqlens[b];
-  *lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
-  if (*len < 0 || *lp < 0 || *lp > *len || *len + p.seqlen_new > p.capacity) return false;
-  return p.rotary_dim == 0 || *len + p.seqlen_new - *lp <= p.rotary_max_pos;
 }
 
 template <typename T, int kVec>

@@ -350,7 +350,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.seqlen_new = static_cast<int>(p.seqlen_new);
   dp.guard = appended;
   dp.capacity = capacity(p);
-  dp.rotary = p.rotary_cos != nullptr;
+  dp.rotary_dim = p.rotary_cos != nullptr ? static_cast<int>(p.rotary_dim) : 0;
   dp.rotary_max_pos = p.rotary_max_pos;
   dp.sink_logits = p.sink_logits;
   dp.batch = static_cast<int>(p.batch);

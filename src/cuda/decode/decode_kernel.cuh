@@ -30,6 +30,7 @@
 
 #include "cuda/common/fast_div.h"
 #include "cuda/common/ptx_sm80.cuh"
+#include "cuda/decode/append_rule.cuh"
 #include "flashlab/mask.h"
 
 namespace flashlab {
@@ -72,12 +73,12 @@ struct DecodeParams {
   const int32_t* cache_seqlens = nullptr;  // before the (fused) append: L = cache_seqlens + seqlen_new - leftpad
   const int32_t* cache_leftpad = nullptr;
   int seqlen_new = 0;  // rows the fused append wrote (append_kernel.cuh ran first on the same stream)
-  // The fused append's rule (append_kernel.cuh, sequence_ok), applied when the call appends or
+  // The fused append's rule (append_rule.cuh, sequence_ok), applied when the call appends or
   // rotates (guard): a sequence that fails it was not appended, and its outputs and LSE are NaN
   // (merge_and_store; combine_kernel.cuh passes NaN partials on), never a finite answer.
   bool guard = false;
   int64_t capacity = 0;       // cache slots per sequence
-  bool rotary = false;        // rotary on: positions must stay within the table's rows
+  int rotary_dim = 0;         // 0: no rotary; else positions must stay within the table's rows
   int64_t rotary_max_pos = 0;
   // sizes
   int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0, rows = 0;
@@ -263,13 +264,10 @@ __device__ __forceinline__ float score_chain(const DecodeParams& p, float dot, f
 // O = Σ w_g O_g / l; then written as O and LSE (one split) or as this split's fp32 partials. With
 // one split the attention sink joins here (m includes it, l gets exp(sink - m), O nothing: as
 // combine_kernel does after splits).
-// Whether the fused append refused sequence b (the append kernel's sequence_ok, negated).
+// Whether the fused append refused sequence b (its rule, append_rule.cuh).
 __device__ __forceinline__ bool append_failed(const DecodeParams& p, int b) {
-  if (!p.guard) return false;
-  const int64_t len = p.cache_seqlens[b];
-  const int64_t lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
-  if (len < 0 || lp < 0 || lp > len || len + p.seqlen_new > p.capacity) return true;
-  return p.rotary && len + p.seqlen_new - lp > p.rotary_max_pos;
+  int64_t len, lp;
+  return p.guard && !sequence_ok(p, b, &len, &lp);
 }
 
 template <typename T, int kD, int kParts, int kRowsCta>
