@@ -18,7 +18,10 @@ A timed call is bracketed by a device synchronization and a barrier on every ran
 slowest rank's (an all-reduce of the maximum); the figure is the median over --iters calls after
 one warm-up call. Weak scaling keeps the sequence per GPU fixed (--weak, tokens per GPU), so the
 work per GPU grows with N (the sequence does: attention is quadratic): efficiency =
-N · T1(S_local) / T_N. Strong scaling keeps the whole sequence fixed (--strong SEQ:HEADS): efficiency
+N · T1(S_local) / T_N, with T1 the time per call of N one-GPU calls run back to back (a ring rank's
+N blocks are that much work in one busy stretch, and a lone call of a few ms can run faster per
+FLOP than a long stretch of work); the efficiency against one lone call is printed beside it.
+Strong scaling keeps the whole sequence fixed (--strong SEQ:HEADS): efficiency
 = T1(S) / (N · T_N). TFLOP/s per GPU counts 4·S²·H·D forward FLOPs (half of them causal), 2.5× that
 backward, over N GPUs. batch 1, bf16 (fp32 on the CPU), head dim --head-dim, K/V heads = heads.
 
@@ -87,16 +90,18 @@ def _worker(rank, world, port, args, result_path):
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t.item()
 
-    def timed(fn, iters):
+    def timed(fn, iters, reps=1):
+        """Median ms per call of `reps` calls back to back (one bracket around them all)."""
         fn()  # warm-up
         times = []
         for _ in range(iters):
             sync()
             t0 = time.perf_counter()
-            fn()
+            for _ in range(reps):
+                fn()
             if on_gpu:
                 torch.cuda.synchronize()
-            times.append(slowest(time.perf_counter() - t0))
+            times.append(slowest(time.perf_counter() - t0) / reps)
         return statistics.median(times) * 1e3
 
     results = []
@@ -122,16 +127,24 @@ def _worker(rank, world, port, args, result_path):
             torch.autograd.grad(attend(a, b, c), (a, b, c), dout)
 
         iters = args.iters if seq < args.long_seq else max(1, args.iters - 1)
+        # The one-GPU weak baseline is also timed as N calls back to back for each ring size N:
+        # the same work and the same busy stretch as a ring rank's N blocks (a lone call of a few
+        # ms can run faster per FLOP than a long stretch of work: docs/distributed.md).
+        back_to_back = sorted({w for w in args.worlds if w > 1}) if (kind == "weak" and mode == "single") else []
         with fd._comm_mode("overlap" if mode == "single" else mode):
             t_fwd = timed(fwd, iters)
             t_step = timed(step, iters)
+            reps = {w: (timed(fwd, iters, w), timed(step, iters, w)) for w in back_to_back}
         del q, k, v, dout
         r = {"kind": kind, "world": world, "seqlen": seq, "seqlen_local": n, "heads": heads, "head_dim": d,
-             "causal": causal, "mode": mode, "fwd_ms": t_fwd, "fwd_bwd_ms": t_step, "bwd_ms": t_step - t_fwd}
+             "causal": causal, "mode": mode, "fwd_ms": t_fwd, "fwd_bwd_ms": t_step, "bwd_ms": t_step - t_fwd,
+             "back_to_back": {str(w): {"fwd_ms": f, "fwd_bwd_ms": b} for w, (f, b) in reps.items()}}
         results.append(r)
         if rank == 0:
             print(f"[ring] N={world} {kind} S={seq} (local {n}) h{heads} d{d} causal={causal} {mode}: "
-                  f"fwd {t_fwd:.2f} ms, fwd+bwd {t_step:.2f} ms", flush=True)
+                  f"fwd {t_fwd:.2f} ms, fwd+bwd {t_step:.2f} ms"
+                  + "".join(f"; {w} back to back: {f:.2f} / {b:.2f} ms per call" for w, (f, b) in reps.items()),
+                  flush=True)
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
@@ -151,29 +164,37 @@ def _tables(results):
             base[(r["seqlen"], r["heads"], r["causal"])] = r
     lines = []
     for kind, title, note in (
-        ("weak", "Weak scaling (tokens per GPU fixed)", "efficiency = N·T1(S/N) / T_N"),
+        ("weak", "Weak scaling (tokens per GPU fixed)",
+         "efficiency = N·T1(S/N) / T_N, T1 per call of N one-GPU calls back to back (and of one call alone)"),
         ("strong", "Strong scaling (whole sequence fixed)", "efficiency = T1(S) / (N·T_N)"),
     ):
         rows = [r for r in results if r["kind"] == kind]
         if not rows:
             continue
+        weak = kind == "weak"
         lines += [f"### {title}: {note}", "",
                   "| N | S (per GPU) | heads | causal | comm | fwd ms | fwd+bwd ms | fwd TFLOP/s/GPU "
-                  "| bwd TFLOP/s/GPU | efficiency fwd | efficiency fwd+bwd |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| bwd TFLOP/s/GPU | efficiency fwd | efficiency fwd+bwd |"
+                  + (" vs one call: fwd | fwd+bwd |" if weak else ""),
+                  "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if weak else "")]
         for r in sorted(rows, key=lambda r: (r["causal"], r["seqlen_local"] if kind == "weak" else r["seqlen"],
                                              r["world"], r["mode"])):
             n = r["world"]
             ff, fb = _flops(r)
             tf_f = ff / n / (r["fwd_ms"] * 1e-3) / 1e12
             tf_b = fb / n / (r["bwd_ms"] * 1e-3) / 1e12 if r["bwd_ms"] > 0 else float("nan")
-            if kind == "weak":
+            def pct(e):
+                return f"{e[0]:.1%} | {e[1]:.1%}" if e and n > 1 else "– | –"
+
+            if weak:
                 b = base.get((r["seqlen_local"], r["heads"], r["causal"]))
-                eff = (n * b["fwd_ms"] / r["fwd_ms"], n * b["fwd_bwd_ms"] / r["fwd_bwd_ms"]) if b else None
+                one = (n * b["fwd_ms"] / r["fwd_ms"], n * b["fwd_bwd_ms"] / r["fwd_bwd_ms"]) if b else None
+                bb = (b or {}).get("back_to_back", {}).get(str(n))
+                eff = (n * bb["fwd_ms"] / r["fwd_ms"], n * bb["fwd_bwd_ms"] / r["fwd_bwd_ms"]) if bb else None
+                effs = f"{pct(eff)} | {pct(one)}"
             else:
                 b = base.get((r["seqlen"], r["heads"], r["causal"]))
-                eff = (b["fwd_ms"] / (n * r["fwd_ms"]), b["fwd_bwd_ms"] / (n * r["fwd_bwd_ms"])) if b else None
-            effs = f"{eff[0]:.1%} | {eff[1]:.1%}" if eff and n > 1 else "– | –"
+                effs = pct((b["fwd_ms"] / (n * r["fwd_ms"]), b["fwd_bwd_ms"] / (n * r["fwd_bwd_ms"])) if b else None)
             lines.append(f"| {n} | {r['seqlen']} ({r['seqlen_local']}) | {r['heads']} | {r['causal']} | {r['mode']} | "
                          f"{r['fwd_ms']:.2f} | {r['fwd_bwd_ms']:.2f} | {tf_f:.3g} | {tf_b:.3g} | {effs} |")
         lines.append("")
@@ -241,6 +262,7 @@ def main(argv=None):
         [n for n in (1, 2, 4, 8) if n <= avail]  # fmt: skip
     if max(worlds) > avail:
         sys.exit(f"ring_scaling: {max(worlds)} processes asked for, {avail} GPUs present")
+    args.worlds = worlds
     for n in worlds:
         for s in args.weak:
             if s % 2:

@@ -210,6 +210,21 @@ TEST(ApiErrors, Varlen) {
     EXPECT_NE(st.message().find("sequence 2 has length 5 (from cu_seqlens_q) > seqlen_q (4)"), std::string::npos)
         << st.message();
   }
+  {  // total_q / total_k: the packed row counts (cuda_sm90's TMA descriptors span them)
+    FwdParams p = pb.fwd_params(Impl::kReference);
+    EXPECT_EQ(p.total_q, 8);  // Problem passes them: 3 + 0 + 5 rows
+    p.total_k = 5;            // cu_seqlens_k ends at 6
+    Status st = attention_forward(p);
+    EXPECT_EQ(st.code(), kInvalid);
+    EXPECT_NE(st.message().find("cu_seqlens_k[3] (6) > total_k (5): the packed tensors have fewer rows"),
+              std::string::npos)
+        << st.message();
+    p = pb.fwd_params(Impl::kReference);
+    p.total_q = -2;
+    st = attention_forward(p);
+    EXPECT_EQ(st.code(), kInvalid);
+    EXPECT_NE(st.message().find("total_q (-2) must be >= 0, or -1 (not given)"), std::string::npos) << st.message();
+  }
   EXPECT_EQ(before, pb.out.bytes);
 }
 

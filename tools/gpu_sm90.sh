@@ -13,8 +13,8 @@
 #               cuda_sm90 sweep again with each tile of SWEEP_TILES forced (FLASHLAB_SM90_FWD_TILE;
 #               default "128x176 128x192 128x128": the long tiles of hdim 128 and 96 and hdim 64's
 #               short one on every shape; SWEEP_FORCED configurations each, default 400)
-#     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep, then the same
-#               with each tile of SWEEP_TILES forced
+#     sanitize  compute-sanitizer memcheck, racecheck, synccheck on a small sm90 sweep and the varlen
+#               neighbour test (VarlenNeighbourNonFinite), then the same with each tile of SWEEP_TILES forced
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR also times
 #               cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
 #     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
@@ -106,7 +106,7 @@ if has sanitize; then
     for tool in memcheck racecheck synccheck; do
       FLASHLAB_SM90_FWD_TILE=$tile FLASHLAB_SM80_SWEEP=${SAN_SWEEP:-12} FLASHLAB_SM80_MAX_SEQLEN=300 timeout 200 \
         compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_cuda_forward" \
-        --gtest_filter='*Sweep/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/san_$tool$tile.txt"
+        --gtest_filter='*Sweep/cuda_sm90:*VarlenNeighbourNonFinite/cuda_sm90' 2>&1 | tail -6 | tee "$OUT/san_$tool$tile.txt"
       echo "$tool${tile:+ tile $tile} rc ${PIPESTATUS[0]}" | tee -a "$OUT/san_$tool$tile.txt"
     done
   done

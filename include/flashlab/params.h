@@ -12,7 +12,10 @@
 // lse_head_stride between heads. The CUDA backends cannot check the bound without reading
 // cu_seqlens on the host (a synchronization they never make): a longer sequence is the caller's
 // error and its result is undefined (its extra rows are not computed; cuda_sm80's backward sizes
-// its workspace from the bound).
+// its workspace from the bound). total_q / total_k, when given, are the packed tensors' row counts
+// (q and out: total_q; k and v: total_k; at least cu_seqlens[batch]); cuda_sm90 needs them: its
+// TMA descriptors span exactly those rows, so a tile that reaches past the last sequence reads
+// zeros instead of memory past the tensor. Without them impl=auto leaves varlen to cuda_sm80.
 #pragma once
 
 #include <cstdint>
@@ -111,6 +114,9 @@ struct AttentionConfig {
   // --- variable-length batches (see the file comment); both or neither
   const int32_t* cu_seqlens_q = nullptr;
   const int32_t* cu_seqlens_k = nullptr;
+  // Rows of the packed tensors with cu_seqlens (-1: not given; ignored without cu_seqlens).
+  int64_t total_q = -1;
+  int64_t total_k = -1;
 
   // --- execution
   void* stream = nullptr;     // cudaStream_t for CUDA backends; ignored on the CPU

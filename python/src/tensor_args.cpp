@@ -144,6 +144,8 @@ Layout read_layout(const InArray& q, const InArray& k, const InArray& v, const s
   if (!max_seqlen_q || !max_seqlen_k) fail("max_seqlen_q and max_seqlen_k are required with cu_seqlens");
   c->cu_seqlens_q = cu_seqlens("cu_seqlens_q", *cu_seqlens_q, L);
   c->cu_seqlens_k = cu_seqlens("cu_seqlens_k", *cu_seqlens_k, L);
+  c->total_q = static_cast<int64_t>(q.shape(0));  // packed rows (cuda_sm90's TMA descriptors span them)
+  c->total_k = static_cast<int64_t>(k.shape(0));
   if (cu_seqlens_q->shape(0) != cu_seqlens_k->shape(0))
     fail(cat("cu_seqlens_q has ", cu_seqlens_q->shape(0), " entries but cu_seqlens_k has ", cu_seqlens_k->shape(0),
              ": both are (batch + 1,)"));

@@ -201,6 +201,8 @@ struct FlashlabAttentionBackward : public Node {
       p.seqlen_k = max_k_;
       p.cu_seqlens_q = cu_q.const_data_ptr<int32_t>();
       p.cu_seqlens_k = cu_k.const_data_ptr<int32_t>();
+      p.total_q = q.size(0);  // packed rows
+      p.total_k = k.size(0);
     } else {
       p.batch = q.size(0);
       p.seqlen_q = q.size(1);

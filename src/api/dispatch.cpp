@@ -106,12 +106,13 @@ Status sm90_supports_named(const AttentionConfig& c, bool backward, const char*)
 // implementation of each device comes first.
 const Backend kBackends[] = {
 #if defined(FLASHLAB_WITH_CUDA_SM90)
-    // The Hopper kernels: sm_90 devices; what they refuse (dropout, varlen; in the backward
-    // head dims outside 33..128 and 193..256, the deterministic mode above 128) kAuto serves with
-    // cuda_sm80, the next row.
+    // The Hopper kernels: sm_90 devices; what they refuse (dropout; varlen in the backward, and in
+    // the forward without total_q / total_k or above head dim 192; in the backward head dims
+    // outside 33..128 and 193..256, the deterministic mode above 128) kAuto serves with cuda_sm80,
+    // the next row.
     {Impl::kCudaSm90, Device::kCUDA,
-     "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout, varlen, and backward at "
-     "head_dim <= 32 or 129..192 (deterministic: > 128): cuda_sm80",
+     "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout, varlen backward, varlen at head_dim > "
+     "192, and backward at head_dim <= 32 or 129..192 (deterministic: > 128): cuda_sm80",
      sm90_supports_named, sm90_forward, sm90_backward, nullptr, sm90_backward_workspace_size,
      /*experimental=*/false, sm90_forward_accepts, sm90_backward_accepts},
 #endif
@@ -155,7 +156,10 @@ const Backend* find_backend(Impl impl) {
 Status select(const AttentionConfig& c, bool backward, const Backend** out, const FwdParams* fwd = nullptr,
               const BwdParams* bwd = nullptr) {
   if (c.impl == Impl::kAuto) {
+    // Every refusal is reported: the first alone can name a fallback that refused too (cuda_sm90
+    // sends varlen to cuda_sm80, which may lack the head dim in a build with fewer buckets).
     Status first_error;
+    std::string refusals;
     for (const Backend& b : kBackends) {
       if (b.device != c.device || b.experimental || !available(b)) continue;
       Status st = b.supports(c, backward, b.name());
@@ -166,8 +170,11 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
         return st;
       }
       if (first_error.ok()) first_error = st;
+      refusals += std::string(refusals.empty() ? "" : "; ") + st.message();
     }
-    if (!first_error.ok()) return first_error;
+    if (!first_error.ok() && refusals == first_error.message()) return first_error;
+    if (!first_error.ok())
+      return Status(first_error.code(), "impl auto: no implementation serves this call: " + refusals);
     return Status::Unsupported(std::string("impl auto: no implementation available for device ") +
                                to_string(c.device));
   }

@@ -141,6 +141,8 @@ Status validate_config(const AttentionConfig& c) {
   if (varlen) {
     FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.cu_seqlens_q, c.device, "cu_seqlens_q"));
     FLASHLAB_RETURN_IF_ERROR(check_pointer_device(c.cu_seqlens_k, c.device, "cu_seqlens_k"));
+    if (c.total_q < -1) return invalid(cat("total_q (", c.total_q, ") must be >= 0, or -1 (not given)"));
+    if (c.total_k < -1) return invalid(cat("total_k (", c.total_k, ") must be >= 0, or -1 (not given)"));
   }
   // On the CPU the offsets are readable here: check them. (CUDA kernels trust them; reading
   // them would need a host synchronization.)
@@ -159,6 +161,10 @@ Status validate_config(const AttentionConfig& c) {
           return invalid(cat("sequence ", b, " has length ", len, " (from ", names[w], ") > ",
                              w == 0 ? "seqlen_q (" : "seqlen_k (", maxlen[w], ")"));
       }
+      const int64_t total = w == 0 ? c.total_q : c.total_k;
+      if (total >= 0 && cus[w][c.batch] > total)
+        return invalid(cat(names[w], "[", c.batch, "] (", cus[w][c.batch], ") > ", w == 0 ? "total_q (" : "total_k (",
+                           total, "): the packed tensors have fewer rows"));
     }
   }
   return Status::Ok();
@@ -173,10 +179,11 @@ struct Extents {
 Extents extents(const AttentionConfig& c) {
   if (!is_varlen(c)) return {c.batch, c.seqlen_q, c.seqlen_k};
   if (c.device == Device::kCPU) return {1, c.cu_seqlens_q[c.batch], c.cu_seqlens_k[c.batch]};
-  // On the device the totals are unknown without a sync. Any valid cu_seqlens has a total of at
-  // least the longest sequence, so checking over seqlen_q / seqlen_k rows never rejects a valid
-  // packed layout such as LSE (heads_q, total_q); kernels index with int64 regardless.
-  return {1, c.seqlen_q, c.seqlen_k};
+  // On the device the totals are unknown without a sync, unless the caller gave them (total_q /
+  // total_k). Any valid cu_seqlens has a total of at least the longest sequence, so checking over
+  // seqlen_q / seqlen_k rows never rejects a valid packed layout such as LSE (heads_q, total_q);
+  // kernels index with int64 regardless.
+  return {1, c.total_q >= 0 ? c.total_q : c.seqlen_q, c.total_k >= 0 ? c.total_k : c.seqlen_k};
 }
 
 Status check_q_like(const char* name, const TensorRef& t, const AttentionConfig& c, const Extents& e,

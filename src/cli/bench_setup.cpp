@@ -92,6 +92,8 @@ void ShapeOnlyParams::fill(AttentionConfig* c, Impl impl) const {
   if (!cu_q_.empty()) {
     c->cu_seqlens_q = cu_q_.data();
     c->cu_seqlens_k = cu_k_.data();
+    c->total_q = rows_q_;
+    c->total_k = rows_k_;
   }
 }
 

@@ -153,6 +153,8 @@ void fill_config(const Problem& pb, AttentionConfig& c, Impl impl) {
   if (pb.varlen()) {
     c.cu_seqlens_q = pb.cu_seqlens_q.data();
     c.cu_seqlens_k = pb.cu_seqlens_k.data();
+    c.total_q = pb.cu_seqlens_q.back();  // the packed tensors hold exactly the sequences' rows
+    c.total_k = pb.cu_seqlens_k.back();
   }
 }
 }  // namespace

@@ -10,6 +10,8 @@
 //                    peaky inputs, zero and negative softmax scales. Configurations whose bucket or
 //                    dtype this build did not compile are skipped and counted.
 //   Determinism      the same call twice (second time on another stream) gives identical bytes.
+//   VarlenNeighbourNonFinite  NaN / Inf in one packed sequence's K and V leave its neighbours'
+//                    outputs exact (a last key block reaches into the next sequence's rows).
 //   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
 //   AutoPicks        kAuto selects cuda_sm80 for a CUDA call it supports (the production path).
 //   CheckerSelfTest  the tolerance accepts a correct CPU implementation and rejects a 1% error
@@ -288,7 +290,15 @@ TEST(CudaForward, Sm90Errors) {
   d = c;
   const int32_t cu[3] = {0, 64, 128};  // never read: the rule needs only the pointers
   d.cu_seqlens_q = d.cu_seqlens_k = cu;
-  expect_sm90_unsupported(d, false, "cu_seqlens (varlen) is not supported by impl cuda_sm90");
+  expect_sm90_unsupported(d, false, "cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows) is "
+                                    "not supported by impl cuda_sm90");
+  d.total_q = d.total_k = 128;  // the forward takes it then; the backward does not
+  expect_sm90_unsupported(d, true, "the backward with cu_seqlens (varlen) is not supported by impl cuda_sm90");
+  d.total_k = int64_t(INT32_MAX) + 1;
+  expect_sm90_unsupported(d, false, "a packed tensor of more than 2^31 - 1 rows");
+  d.total_k = 128;
+  d.head_dim = 256;
+  expect_sm90_unsupported(d, false, "cu_seqlens (varlen) at head_dim 256 (> 192) is not supported by impl cuda_sm90");
   d = c;
   d.dtype = DType::kFloat32;
   expect_sm90_unsupported(d, false, "dtype fp32 is not supported by impl cuda_sm90: supported bf16, fp16");
@@ -448,6 +458,56 @@ TEST_P(CudaForwardImpl, Sweep) {
       "%d failed\n",
       flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
+}
+
+// Varlen: a sequence's last key block reaches into the next sequence's rows (cuda_sm90 loads the
+// whole block by TMA; cuda_sm80 zero-fills them). Non-finite values there must not leak into this
+// sequence's output through 0 · NaN in P·V: the middle sequence's K and V are NaN and +Inf, and
+// the other two sequences (one before it, one after: the packed tensor's end) must match the
+// reference of clean inputs. Head dims 64, 128, 192 and 256 (cuda_sm90 leaves 256 to cuda_sm80),
+// causal and not, GQA 2:1.
+TEST_P(CudaForwardImpl, VarlenNeighbourNonFinite) {
+  SKIP_WITHOUT_GPU();
+  int ran = 0;
+  for (int64_t head_dim : {64, 128, 192, 256})
+    for (bool causal : {false, true}) {
+      ProblemSpec s;
+      s.lens_q = {77, 50, 130};
+      s.lens_k = {77, 150, 203};
+      s.seqlen_q = 130;
+      s.seqlen_k = 203;
+      s.heads_q = 4;
+      s.heads_kv = 2;
+      s.head_dim = head_dim;
+      s.causal = causal;
+      s.data_seed = 31 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0);
+      Problem pb(s);
+      const Problem exact = exact_forward(pb, NAN);
+      const int64_t k0 = pb.cu_seqlens_k[1], k1 = pb.cu_seqlens_k[2];
+      for (int64_t r = k0; r < k1; ++r)
+        for (int64_t h = 0; h < s.heads_kv; ++h)
+          for (int64_t d = 0; d < head_dim; ++d) {
+            pb.k.set(0, r, h, d, NAN);
+            pb.v.set(0, r, h, d, (r + d) % 2 ? INFINITY : NAN);
+          }
+      DeviceProblem dev;
+      const Status up = dev.init(&pb);
+      ASSERT_TRUE(up.ok()) << up.to_string();
+      const Status st = run_forward(dev, GetParam(), NAN);
+      if (not_built(st) || routed_elsewhere(st)) continue;
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ++ran;
+      // The middle sequence's own rows (NaN: they attend to NaN) take the reference's values, so
+      // that the check compares the two others.
+      for (int64_t r = pb.cu_seqlens_q[1]; r < pb.cu_seqlens_q[2]; ++r)
+        for (int64_t h = 0; h < s.heads_q; ++h) {
+          for (int64_t d = 0; d < head_dim; ++d) pb.out.set(0, r, h, d, exact.out.get(0, r, h, d));
+          pb.lse[h * pb.lse_head_stride + r] = exact.lse[h * exact.lse_head_stride + r];
+        }
+      EXPECT_EQ(check_forward(pb.out, pb.lse, exact, pb.spec.dtype, lse_count(pb)), "")
+          << "head_dim " << head_dim << (causal ? " causal" : "");
+    }
+  if (ran == 0) GTEST_SKIP() << "no head dim of 64, 128, 192, 256 built";
 }
 
 TEST_P(CudaForwardImpl, Determinism) {

@@ -50,6 +50,8 @@ FwdArguments make_fwd_arguments(const FwdParams& p) {
   m.v_head_stride = p.v.head_stride;
   m.head_dim = static_cast<int>(p.head_dim);
   m.kv_group = static_cast<int>(p.heads_q / p.heads_kv);
+  m.total_q = p.total_q;
+  m.total_k = p.total_k;
 
   // The interval mask exactly as every backend builds it: causal becomes window_right = 0.
   const RowMask row_mask = make_row_mask(p, p.seqlen_q, p.seqlen_k);

@@ -43,6 +43,9 @@ struct FwdInputArgs {
   int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
   int head_dim = 0;  // the caller's head_dim: a multiple of 8, <= the instantiation's kHeadDim
   int kv_group = 1;  // heads_q / heads_kv: query head h reads kv head h / kv_group (GQA, MQA)
+  // Varlen: rows of the packed q and of the packed k, v (AttentionConfig::total_q / total_k; -1:
+  // not given). cuda_sm90's TMA descriptors span them; cuda_sm80 does not read them.
+  int64_t total_q = -1, total_k = -1;
 };
 
 // Score modification and mask (variant.h): s = scale·q·k, then softcap, then ALiBi, then the

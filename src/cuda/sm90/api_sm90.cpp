@@ -2,7 +2,9 @@
 // supports, and its forward and backward entry points for the backend table (src/api/dispatch.cpp).
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
-//   dropout, variable-length batches (cu_seqlens), non-sm_90 devices; in the
+//   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) in the backward, and in
+//   the forward without total_q / total_k (the packed rows its TMA descriptors span) or above
+//   head dim 192 (tile_size.h kMaxVarlenHeadDim); in the
 //   backward also head dims outside 33..128 and 193..256, and the deterministic backward above 128.
 //   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
@@ -12,6 +14,7 @@
 // dispatcher then picks cuda_sm80.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +23,7 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
+#include "cuda/sm90/tile_size.h"  // kMaxVarlenHeadDim
 
 namespace flashlab {
 namespace sm90 {
@@ -102,7 +106,16 @@ Status tma_strides(DType dtype, const TensorRef (&in)[4], int n, int64_t batch, 
 Status sm90_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (c.dropout_p > 0.0f) return unsupported("dropout");
-  if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) return unsupported("cu_seqlens (varlen)");
+  if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) {
+    if (backward) return unsupported("the backward with cu_seqlens (varlen)");
+    // The TMA descriptors span the packed tensors' rows (mainloop_fwd.h): they must be known.
+    if (c.total_q < 0 || c.total_k < 0)
+      return unsupported("cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows)");
+    if (c.total_q > INT32_MAX || c.total_k > INT32_MAX) return unsupported("a packed tensor of more than 2^31 - 1 rows");
+    if (c.head_dim > sm90::kMaxVarlenHeadDim)
+      return unsupported("cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
+                         std::to_string(sm90::kMaxVarlenHeadDim) + ")");
+  }
   if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (bucket 192)");
   if (backward && c.head_dim < kMinBackwardHeadDim)
@@ -126,6 +139,8 @@ Status sm90_forward_accepts(const FwdParams& p) {
   // 16-byte aligned bases and strides (TMA's rule as much as the stores'), then TMA's own limits.
   FLASHLAB_RETURN_IF_ERROR(check_alignment_fwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, {}};
+  if (p.cu_seqlens_q != nullptr)  // packed: one batch entry of total rows (mainloop_fwd.h)
+    return tma_strides(p.dtype, in, 3, 1, p.total_q, p.total_k, p.heads_q, p.heads_kv);
   return tma_strides(p.dtype, in, 3, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);
 }
 

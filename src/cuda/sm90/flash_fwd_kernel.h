@@ -36,6 +36,7 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/softmax.h"
 #include "cuda/common/tile_scheduler.h"
+#include "cuda/sm90/tile_size.h"  // kMaxVarlenHeadDim
 #include "cuda/sm90/fragments.h"
 #include "cuda/sm90/pipeline.h"
 
@@ -67,6 +68,10 @@ struct FlashFwdKernel {
   static constexpr int kThreads = Traits::kThreads;
   static constexpr int kMmaThreads = Traits::kMmaThreads;
   static constexpr int kMmaWarpGroups = Traits::kMmaWarpGroups;
+  // Varlen calls run on tiles of two consumer warpgroups only (fwd_launch.h picks them): with three,
+  // on 160 registers, the zeroing of V's neighbour rows (Mainloop::zero_v_rows) made ptxas spill;
+  // and up to head dim 192 (kMaxVarlenHeadDim: api_sm90.cpp refuses the rest).
+  static constexpr bool kVarlenCapable = kMmaWarpGroups == 2 && Traits::kHeadDim <= kMaxVarlenHeadDim;
   static constexpr bool kRegRealloc = Stages_::kRegRealloc;
   static constexpr bool kPingPong = Stages_::kPingPong;
   static constexpr bool kOverlap = Stages_::kOverlap;
@@ -162,19 +167,20 @@ struct FlashFwdKernel {
       const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
       if (tile.m_block * kBlockM >= tile.q_len) continue;
       const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+      const typename Mainloop::TileCoords c = Mainloop::coords(params.mainloop, tile);
       if (!range.empty())
-        Mainloop::template load_kv<false>(params.mainloop, tile, range.n_max - 1, pipeline_k, state_k, smem);
+        Mainloop::template load_kv<false>(params.mainloop, c, range.n_max - 1, pipeline_k, state_k, smem);
       if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
-      Mainloop::load_q(params.mainloop, tile, smem);
+      Mainloop::load_q(params.mainloop, c, smem);
       ++q_loads;
       if (range.empty()) continue;
-      Mainloop::template load_kv<true>(params.mainloop, tile, range.n_max - 1, pipeline_v, state_v, smem);
+      Mainloop::template load_kv<true>(params.mainloop, c, range.n_max - 1, pipeline_v, state_v, smem);
       // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
       // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
       CUTE_NO_UNROLL
       for (int n = range.n_max - 2; n >= range.n_min; --n) {
-        Mainloop::template load_kv<false>(params.mainloop, tile, n, pipeline_k, state_k, smem);
-        Mainloop::template load_kv<true>(params.mainloop, tile, n, pipeline_v, state_v, smem);
+        Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+        Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
       }
     }
     // Do not retire while a consumer may still arrive on these barriers.
@@ -206,6 +212,17 @@ struct FlashFwdKernel {
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
     const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
     const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;  // consumer warpgroup 0..kMmaWarpGroups-1
+    // Varlen: the first V block (the last key block) reaching into the next sequence has those
+    // rows zeroed before any P·V reads it (Mainloop::zero_v_rows); here, first, where the least is
+    // live (later, ptxas spilled around it). Uniform over the CTA; the loop's wait on this stage
+    // returns at once.
+    if constexpr (kVarlenCapable) {
+      if (params.mainloop.varlen && !range.empty() && range.n_max * kBlockN > tile.k_len) {
+        pipeline_v.consumer_wait(state_v);
+        Mainloop::template zero_v_rows<kMmaThreads>(smem, state_v.index(), tile.k_len - (range.n_max - 1) * kBlockN,
+                                                    mma_tid);
+      }
+    }
     typename Traits::TiledMmaQK mma_qk;
     typename Traits::TiledMmaPV mma_pv;
     Tensor acc_o = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // ((2, 2, HDIM/8), 1, 1)

@@ -58,6 +58,8 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
   static_assert(kSmem <= 227 * 1024, "tile_size.h promises <= 227 KiB of shared memory (H100 / H200)");
   // No query rows: nothing to launch, and TMA descriptors of empty tensors would be refused.
   if (args.seq.batch == 0 || args.seq.heads_q == 0 || args.seq.seqlen_q == 0) return Status::Ok();
+  if (args.seq.cu_seqlens_q != nullptr && !Kernel::kVarlenCapable)  // run_fwd never picks it
+    return Status(StatusCode::kInternal, "impl cuda_sm90: a varlen call on a tile of three consumer warpgroups");
   const typename Kernel::Params params = Kernel::to_params(args);
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
@@ -136,12 +138,21 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
 #endif
   FwdTileSize want{};
   const bool forced = forced_fwd_tile(&want);
-  if (forced && same_shape(want, kTile)) return launch_fwd<FwdKernel<Traits>>(args, s);
+  // Varlen runs on two consumer warpgroups (FlashFwdKernel::kVarlenCapable): where the default
+  // tile has three (hdim 64's 192 x 128), the short tile (128 x 128), whatever is forced. Above
+  // kMaxVarlenHeadDim sm90_supports refused it (launch_fwd would too).
+  constexpr bool kDefaultTakesVarlen = FwdKernel<Traits>::kVarlenCapable;
+  const bool varlen_elsewhere = !kDefaultTakesVarlen && args.seq.cu_seqlens_q != nullptr;
+  if (forced && same_shape(want, kTile) && !varlen_elsewhere) return launch_fwd<FwdKernel<Traits>>(args, s);
   if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
     using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
-    if (forced ? same_shape(want, kShort) : use_short_tile<Traits, ShortTraits>(args))
+    static_assert(kHeadDim > kMaxVarlenHeadDim || kDefaultTakesVarlen || FwdKernel<ShortTraits>::kVarlenCapable,
+                  "varlen needs a tile to run on");
+    if (varlen_elsewhere || (forced ? same_shape(want, kShort) : use_short_tile<Traits, ShortTraits>(args)))
       return launch_fwd<FwdKernel<ShortTraits>>(args, s);
+  } else {
+    static_assert(kHeadDim > kMaxVarlenHeadDim || kDefaultTakesVarlen, "varlen needs a tile to run on");
   }
   if constexpr (fwd_long_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kLong = fwd_long_tile_size(kHeadDim);

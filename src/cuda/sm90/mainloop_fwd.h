@@ -52,6 +52,9 @@ struct MainloopFwd {
     typename Traits::TmaKV tma_v;
     ShapeQKV shape_q, shape_k;
     int kv_group;
+    bool varlen;  // cu_seqlens: the descriptors hold the packed tensors as one batch entry
+    const int32_t* cu_seqlens_q;
+    const int32_t* cu_seqlens_k;
   };
 
   // O's staging tile where it has its own (Traits::kSeparateO), else nothing: O then goes through Q's.
@@ -81,22 +84,31 @@ struct MainloopFwd {
     }
   };
 
-  // Host: the descriptors. The K/V descriptors describe at least one row: TMA refuses an empty
-  // tensor, and seqlen_k = 0 (the API allows it only as a varlen maximum, which this path refuses
-  // today) leaves every key block range empty: nothing is loaded.
+  // Host: the descriptors, (rows, head_dim, heads, batch). Fixed lengths: rows = seqlen, one batch
+  // entry per sequence. Varlen: the packed tensor as one batch entry of total rows (load_q /
+  // load_kv offset each tile by its sequence's first row); rows of the neighbouring sequence that
+  // a tile reaches are loaded, and the mask (keys) and the epilogue's row predicate (queries)
+  // drop them; past the last row TMA reads zeros. A descriptor describes at least one row: TMA
+  // refuses an empty tensor, and zero rows (seqlen_k = 0 is a varlen maximum; a total of 0)
+  // leave every key block range empty or every tile without rows: nothing is loaded.
   static Params to_params(const Arguments& a) {
     const common::SeqArgs& s = a.seq;
+    const bool varlen = s.cu_seqlens_q != nullptr;
     const int heads_kv = s.heads_q / a.in.kv_group;
-    const int rows_k = s.seqlen_k > 0 ? s.seqlen_k : 1;
-    const ShapeQKV shape_q{s.seqlen_q, a.in.head_dim, s.heads_q, s.batch};
-    const ShapeQKV shape_k{rows_k, a.in.head_dim, heads_kv, s.batch};
-    auto stride = [&](int64_t row, int64_t head, int64_t batch, int rows, int heads) {
-      return StrideQKV{tma_legal_stride(row, rows), _1{}, tma_legal_stride(head, heads), tma_legal_stride(batch, s.batch)};
+    const int batch = varlen ? 1 : s.batch;
+    auto at_least_1 = [](int64_t rows) { return static_cast<int>(rows > 0 ? rows : 1); };
+    const int rows_q = at_least_1(varlen ? a.in.total_q : s.seqlen_q);
+    const int rows_k = at_least_1(varlen ? a.in.total_k : s.seqlen_k);
+    const ShapeQKV shape_q{rows_q, a.in.head_dim, s.heads_q, batch};
+    const ShapeQKV shape_k{rows_k, a.in.head_dim, heads_kv, batch};
+    auto stride = [&](int64_t row, int64_t head, int64_t batch_stride, int rows, int heads) {
+      return StrideQKV{tma_legal_stride(row, rows), _1{}, tma_legal_stride(head, heads),
+                       tma_legal_stride(batch_stride, batch)};
     };
     auto gmem = [](const void* ptr, ShapeQKV shape, StrideQKV stride) {
       return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)), shape, stride);
     };
-    const StrideQKV stride_q = stride(a.in.q_row_stride, a.in.q_head_stride, a.in.q_batch_stride, s.seqlen_q, s.heads_q);
+    const StrideQKV stride_q = stride(a.in.q_row_stride, a.in.q_head_stride, a.in.q_batch_stride, rows_q, s.heads_q);
     const StrideQKV stride_k = stride(a.in.k_row_stride, a.in.k_head_stride, a.in.k_batch_stride, rows_k, heads_kv);
     const StrideQKV stride_v = stride(a.in.v_row_stride, a.in.v_head_stride, a.in.v_batch_stride, rows_k, heads_kv);
     return Params{
@@ -108,7 +120,10 @@ struct MainloopFwd {
                       TileKV{}, _1{}),
         shape_q,
         shape_k,
-        a.in.kv_group};
+        a.in.kv_group,
+        varlen,
+        s.cu_seqlens_q,
+        s.cu_seqlens_k};
   }
 
   CUTE_DEVICE static void prefetch_descriptors(const Params& p) {
@@ -120,10 +135,29 @@ struct MainloopFwd {
   // ---- Producer: one thread issues every TMA; the kernel orders the calls (per tile: K of the
   // first key block, Q once the consumers released the previous tile's, V of the first block, then
   // K(n), V(n) for the rest, last to first: the consumers' order).
-  CUTE_DEVICE static void load_q(const Params& p, const common::WorkTile& t, SharedStorage& smem) {
+  // A tile's TMA coordinates, made once per tile as few 32-bit values: the producer lives on 24
+  // registers. `seq` is the descriptor's batch entry (fixed lengths) or the sequence's first
+  // packed row (varlen, one batch entry); p.varlen (a kernel parameter, no register) tells which.
+  // The packed rows are read from cu_seqlens again here rather than kept from the WorkTile: kept,
+  // their 64-bit values stayed live through KeyBlockRange's arithmetic, and the producer spilled.
+  struct TileCoords {
+    int q_seq, k_seq;
+    int head, kv_head, m_block;
+  };
+  CUTE_DEVICE static TileCoords coords(const Params& p, const common::WorkTile& t) {
+    return {p.varlen ? p.cu_seqlens_q[t.batch] : t.batch, p.varlen ? p.cu_seqlens_k[t.batch] : t.batch,
+            t.head, t.head / p.kv_group, t.m_block};
+  }
+  // The (rows, d) slice of a descriptor's tensor that holds the tile's sequence from row 0 on.
+  template <typename TmaTensor>
+  CUTE_DEVICE static auto sequence(const Params& p, TmaTensor const& m, int head, int seq) {
+    return domain_offset(make_coord(p.varlen ? seq : 0, _0{}), m(_, _, head, p.varlen ? 0 : seq));
+  }
+
+  CUTE_DEVICE static void load_q(const Params& p, const TileCoords& c, SharedStorage& smem) {
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, HDIM)
-    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch);                  // (seqlen_q, d)
-    Tensor gQ = local_tile(mQ, TileQ{}, make_coord(t.m_block, _0{}));                      // (BLK_M, HDIM)
+    Tensor mQ = sequence(p, p.tma_q.get_tma_tensor(p.shape_q), c.head, c.q_seq);            // (q_len.., d)
+    Tensor gQ = local_tile(mQ, TileQ{}, make_coord(c.m_block, _0{}));                      // (BLK_M, HDIM)
     auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
                                       group_modes<0, 2>(gQ));  // (TMA), (TMA)
     // Rows past the sequence (and columns past head_dim) arrive as zeros; the byte count is the
@@ -134,12 +168,12 @@ struct MainloopFwd {
 
   // K(n) (kIsV false) or V(n) (true) into the next stage of its pipeline.
   template <bool kIsV, typename Pipeline>
-  CUTE_DEVICE static void load_kv(const Params& p, const common::WorkTile& t, int n, Pipeline& pipeline,
+  CUTE_DEVICE static void load_kv(const Params& p, const TileCoords& c, int n, Pipeline& pipeline,
                                   PipelineState& state, SharedStorage& smem) {
     auto const& tma = kIsV ? p.tma_v : p.tma_k;
     Tensor s = make_tensor(make_smem_ptr(kIsV ? smem.v.data() : smem.k.data()),
                            typename Traits::SmemLayoutK{});                                 // (BLK_N, HDIM, STAGES)
-    Tensor m = tma.get_tma_tensor(p.shape_k)(_, _, t.head / p.kv_group, t.batch);           // (seqlen_k, d)
+    Tensor m = sequence(p, tma.get_tma_tensor(p.shape_k), c.kv_head, c.k_seq);              // (k_len.., d)
     Tensor g = local_tile(m, TileKV{}, make_coord(n, _0{}));                                // (BLK_N, HDIM)
     auto [tg, ts] = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
     pipeline.producer_acquire(state);
@@ -164,6 +198,25 @@ struct MainloopFwd {
     tSrQ = mma_qk.get_thread_slice(mma_tid).partition_fragment_A(sQ);   // (MMA, MMA_M, MMA_K) descriptors
     tSrK = mma_qk.get_thread_slice(mma_tid).partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, STAGES)
     tOrV = mma_pv.get_thread_slice(mma_tid).partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, STAGES)
+  }
+
+  // Varlen, the tile's first key block when it reaches past the sequence: V's rows [valid, BLK_N)
+  // of `stage` hold the next sequence's values (TMA zero-fills only past the packed tensor). P is
+  // 0 there, but 0 · Inf and 0 · NaN are NaN, so a non-finite value next door would leak into
+  // this sequence's O: the consumer threads zero those rows (16 bytes a store: the 128-byte
+  // swizzle permutes 16-byte chunks, so 8 consecutive head-dim elements stay contiguous), then
+  // order the stores before wgmma's async-proxy reads and wait for each other. Every consumer
+  // thread calls this, after its wait on the stage's full barrier (the same rule as sm80's
+  // zero-filled loads, docs/design/sm90-forward.md §7).
+  template <int kThreads>
+  CUTE_DEVICE static void zero_v_rows(SharedStorage& smem, int stage, int valid, int mma_tid) {
+    Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
+    constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+    Tensor sVs = sV(_, _, stage);          // (BLK_N, HDIM)
+    for (int i = mma_tid; i < (kBlockN - valid) * kChunks; i += kThreads)
+      *reinterpret_cast<uint4*>(&sVs(valid + i / kChunks, (i % kChunks) * 8)) = make_uint4(0, 0, 0, 0);
+    cutlass::arch::fence_view_async_shared();
+    named_barrier_sync(kThreads, FwdBarrier::kVZeroed);
   }
 
   // S = Q·K(stage)ᵀ, issued (the caller waits).

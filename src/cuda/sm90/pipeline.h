@@ -68,6 +68,7 @@ enum class FwdBarrier : uint32_t {
   kEpilogueWG1 = 3,       // warpgroup 1 wrote its O rows to shared memory; it may read them back
   kEpilogueWG2 = 4,
   kEpilogueWG3 = 5,
+  kVZeroed = 6,           // varlen: every consumer thread zeroed its share of V's neighbour rows
 };
 
 // Named barriers of the backward (flash_bwd_kernel.h).

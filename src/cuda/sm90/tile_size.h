@@ -75,7 +75,11 @@ constexpr FwdTileSize fwd_long_tile_size(int head_dim) {
          : head_dim > 96 && head_dim <= 128 ? FwdTileSize{128, 176, 2}
                                             : FwdTileSize{0, 0, 0};
 }
-constexpr int kLongTileMinSeqlenK = 4097;  // 4096 keys: a tie non-causal, -1 to -3 % causal
+constexpr int kLongTileMinSeqlenK = 4097;
+// Varlen (cu_seqlens) forwards run on cuda_sm90 up to this head dim. At 256 the zeroing of V's
+// neighbour rows (mainloop_fwd.h zero_v_rows) made ptxas spill 4 bytes wherever it was placed
+// (nvcc 13.0): impl=auto runs those calls on cuda_sm80.
+constexpr int kMaxVarlenHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
 }  // namespace flashlab
