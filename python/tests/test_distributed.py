@@ -284,5 +284,12 @@ def test_ring_scaling_benchmark_runs_on_cpu(tmp_path):
     # N=1: weak and strong, causal and not (single); N=2: weak x 3 modes x 2 + strong x 2 (overlap)
     assert len(results) == 4 + 8
     assert all(r["fwd_ms"] > 0 and r["fwd_bwd_ms"] > 0 for r in results)
+    # The one-GPU weak baseline also timed as N calls back to back, for N = 2 (and only there).
+    singles = [r for r in results if r["mode"] == "single"]
+    for r in singles:
+        want = {"2"} if r["kind"] == "weak" else set()
+        assert set(r["back_to_back"]) == want, r
+        assert all(v["fwd_ms"] > 0 and v["fwd_bwd_ms"] > 0 for v in r["back_to_back"].values())
     text = (tmp_path / "ring_scaling.md").read_text()
     assert "Weak scaling" in text and "Strong scaling" in text and "overlap over none" in text
+    assert "vs one call" in text
