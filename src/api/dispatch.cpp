@@ -160,6 +160,7 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
     // sends varlen to cuda_sm80, which may lack the head dim in a build with fewer buckets).
     Status first_error;
     std::string refusals;
+    int refused = 0;
     for (const Backend& b : kBackends) {
       if (b.device != c.device || b.experimental || !available(b)) continue;
       Status st = b.supports(c, backward, b.name());
@@ -170,11 +171,10 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
         return st;
       }
       if (first_error.ok()) first_error = st;
-      refusals += std::string(refusals.empty() ? "" : "; ") + st.message();
+      refusals += std::string(refused++ > 0 ? "; " : "") + st.message();
     }
-    if (!first_error.ok() && refusals == first_error.message()) return first_error;
-    if (!first_error.ok())
-      return Status(first_error.code(), "impl auto: no implementation serves this call: " + refusals);
+    if (refused == 1) return first_error;
+    if (refused > 1) return Status(first_error.code(), "impl auto: no implementation serves this call: " + refusals);
     return Status::Unsupported(std::string("impl auto: no implementation available for device ") +
                                to_string(c.device));
   }

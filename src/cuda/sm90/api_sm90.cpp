@@ -14,7 +14,6 @@
 // dispatcher then picks cuda_sm80.
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdint>
 #include <string>
 
