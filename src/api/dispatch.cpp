@@ -157,7 +157,8 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
               const BwdParams* bwd = nullptr) {
   if (c.impl == Impl::kAuto) {
     // Every refusal is reported: the first alone can name a fallback that refused too (cuda_sm90
-    // sends varlen to cuda_sm80, which may lack the head dim in a build with fewer buckets).
+    // sends varlen above its head dims to cuda_sm80, which may lack the head dim in a build with
+    // fewer buckets).
     Status first_error;
     std::string refusals;
     int refused = 0;

@@ -11,11 +11,14 @@
 //                    empty and length-1 sequences, padded strides, peaky inputs, zero and negative
 //                    softmax scales, deterministic on and off. Configurations whose bucket or dtype
 //                    this build did not compile are skipped and counted.
+//   VarlenNeighbourNonFinite  NaN / Inf in one packed sequence's q, k, v, dout leave its
+//                    neighbours' dq, dk, dv exact (boundary blocks reach into the next sequence).
 //   Determinism      deterministic = true (GQA, dropout, causal): the same call three times, the
 //                    second on another stream, gives identical bytes of dq, dk, dv. cuda_sm90
 //                    (no dropout) runs it on more shapes (determinism_specs): causal GQA, full
 //                    MHA with 8 key blocks per head (every dq_accum tile ordered over 8 CTAs),
-//                    a window, softcap, and head dim 64 (one dQ slab for both warpgroups).
+//                    a window, softcap, head dim 64 (one dQ slab for both warpgroups), a packed
+//                    (varlen) batch.
 //   Workspace        too small or null: an error naming the required size, and nothing written;
 //                    for cuda_sm80 also the size itself (its workspace layout).
 //   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
@@ -592,7 +595,8 @@ ProblemSpec determinism_spec() {
 
 // The shapes Determinism runs per implementation. cuda_sm80: determinism_spec() (with dropout).
 // cuda_sm90 leaves dropout to cuda_sm80, so it gets the same shape without dropout, plus shapes
-// whose dq_accum tiles have many ordered adders (sm90's semaphores, flash_bwd_kernel.h).
+// whose dq_accum tiles have many ordered adders (sm90's semaphores, flash_bwd_kernel.h), and a
+// packed (varlen) batch.
 std::vector<ProblemSpec> determinism_specs(Impl impl) {
   if (impl != Impl::kCudaSm90) return {determinism_spec()};
   std::vector<ProblemSpec> specs;
@@ -618,7 +622,78 @@ std::vector<ProblemSpec> determinism_specs(Impl impl) {
   d64.head_dim = 64;  // dQ per warpgroup into one slab: warpgroup 0 then 1
   d64.causal = true;
   specs.push_back(d64);
+  ProblemSpec packed = s;  // varlen (the kVarlen deterministic kernel): uneven sequences, GQA, causal
+  packed.lens_q = {300, 1, 517, 128};
+  packed.lens_k = {515, 17, 600, 128};
+  packed.seqlen_q = 517;
+  packed.seqlen_k = 600;
+  specs.push_back(packed);
   return specs;
+}
+
+// Varlen: a boundary block's TMA load reaches into the next sequence's rows (cuda_sm90; cuda_sm80
+// zero-fills them). NaN and Inf in the middle sequence's q, k, v and dout must not leak into the
+// other two sequences' dq, dk, dv through 0 · NaN in a product: those must match the gradients of
+// clean inputs. Head dims 64, 96, 128 (cuda_sm90's varlen backward) and 256 (left to cuda_sm80),
+// causal and not, GQA 2:1, the deterministic mode at hdim 128.
+TEST_P(CudaBackwardImpl, VarlenNeighbourNonFinite) {
+  SKIP_WITHOUT_GPU();
+  int ran = 0;
+  for (int64_t head_dim : {64, 96, 128, 256})
+    for (bool causal : {false, true})
+      for (bool deterministic : {false, true}) {
+        if (deterministic && head_dim != 128) continue;
+        ProblemSpec s;
+        s.lens_q = {77, 50, 130};
+        s.lens_k = {77, 150, 203};
+        s.seqlen_q = 130;
+        s.seqlen_k = 203;
+        s.heads_q = 4;
+        s.heads_kv = 2;
+        s.head_dim = head_dim;
+        s.causal = causal;
+        s.data_seed = 41 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0);
+        SCOPED_TRACE(s.describe() + (deterministic ? " deterministic" : ""));
+        Problem pb(s);
+        reference_forward_into(pb, NAN);
+        const Problem exact = exact_backward(pb, NAN);
+        const Problem same = same_precision_backward(pb, NAN);
+        const int64_t q0 = pb.cu_seqlens_q[1], q1 = pb.cu_seqlens_q[2];
+        const int64_t k0 = pb.cu_seqlens_k[1], k1 = pb.cu_seqlens_k[2];
+        for (int64_t d = 0; d < head_dim; ++d) {
+          const float bad = d % 2 ? INFINITY : NAN;
+          for (int64_t h = 0; h < s.heads_q; ++h)
+            for (int64_t r = q0; r < q1; ++r) {
+              pb.q.set(0, r, h, d, bad);
+              pb.dout.set(0, r, h, d, NAN);
+            }
+          for (int64_t h = 0; h < s.heads_kv; ++h)
+            for (int64_t r = k0; r < k1; ++r) {
+              pb.k.set(0, r, h, d, NAN);
+              pb.v.set(0, r, h, d, bad);
+            }
+        }
+        DeviceProblem dev;
+        const Status up = dev.init(&pb);
+        ASSERT_TRUE(up.ok()) << up.to_string();
+        const Status st = run_backward(dev, GetParam(), NAN, deterministic);
+        if (not_built(st) || routed_elsewhere(st)) continue;
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        ++ran;
+        // The middle sequence's own gradients (NaN: its inputs are) take the exact values, so that
+        // the check compares the two others.
+        for (int64_t d = 0; d < head_dim; ++d) {
+          for (int64_t h = 0; h < s.heads_q; ++h)
+            for (int64_t r = q0; r < q1; ++r) pb.dq.set(0, r, h, d, exact.dq.get(0, r, h, d));
+          for (int64_t h = 0; h < s.heads_kv; ++h)
+            for (int64_t r = k0; r < k1; ++r) {
+              pb.dk.set(0, r, h, d, exact.dk.get(0, r, h, d));
+              pb.dv.set(0, r, h, d, exact.dv.get(0, r, h, d));
+            }
+        }
+        EXPECT_EQ(check_backward(pb, exact, pb.spec.dtype, nullptr, &same), "");
+      }
+  if (ran == 0) GTEST_SKIP() << "no head dim of 64, 96, 128, 256 built";
 }
 
 TEST_P(CudaBackwardImpl, Determinism) {

@@ -292,13 +292,14 @@ TEST(CudaForward, Sm90Errors) {
   d.cu_seqlens_q = d.cu_seqlens_k = cu;
   expect_sm90_unsupported(d, false, "cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows) is "
                                     "not supported by impl cuda_sm90");
-  d.total_q = d.total_k = 128;  // the forward takes it then; the backward does not
-  expect_sm90_unsupported(d, true, "the backward with cu_seqlens (varlen) is not supported by impl cuda_sm90");
+  d.total_q = d.total_k = 128;  // taken then (up to head dim 192 forward, 128 backward)
   d.total_k = int64_t(INT32_MAX) + 1;
   expect_sm90_unsupported(d, false, "a packed tensor of more than 2^31 - 1 rows");
   d.total_k = 128;
   d.head_dim = 256;
   expect_sm90_unsupported(d, false, "cu_seqlens (varlen) at head_dim 256 (> 192) is not supported by impl cuda_sm90");
+  expect_sm90_unsupported(d, true, "the backward with cu_seqlens (varlen) at head_dim 256 (> 128) is not supported "
+                                   "by impl cuda_sm90");
   d = c;
   d.dtype = DType::kFloat32;
   expect_sm90_unsupported(d, false, "dtype fp32 is not supported by impl cuda_sm90: supported bf16, fp16");

@@ -122,6 +122,8 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* ws) {
   in.do_head_stride = p.dout.head_stride;
   in.head_dim = static_cast<int>(p.head_dim);
   in.kv_group = static_cast<int>(p.heads_q / p.heads_kv);
+  in.total_q = p.total_q;
+  in.total_k = p.total_k;
 
   const BwdWorkspaceLayout w = bwd_workspace_layout(p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv,
                                                     p.head_dim, p.deterministic);

@@ -108,6 +108,7 @@ struct BwdInputArgs {
   int64_t do_batch_stride = 0, do_row_stride = 0, do_head_stride = 0;
   int head_dim = 0;  // the caller's head_dim: a multiple of 8, <= the instantiation's kHeadDim
   int kv_group = 1;  // heads_q / heads_kv
+  int64_t total_q = -1, total_k = -1;  // varlen: packed rows (FwdInputArgs::total_q / total_k)
 };
 
 // Per-row statistics: the forward's LSE (read) and D = rowsum(dO ∘ O) (workspace, written by the

@@ -106,7 +106,9 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (c.dropout_p > 0.0f) return unsupported("dropout");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) {
-    if (backward) return unsupported("the backward with cu_seqlens (varlen)");
+    if (backward && c.head_dim > kMaxBackwardHeadDim)
+      return unsupported("the backward with cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
+                         std::to_string(kMaxBackwardHeadDim) + ")");
     // The TMA descriptors span the packed tensors' rows (mainloop_fwd.h): they must be known.
     if (c.total_q < 0 || c.total_k < 0)
       return unsupported("cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows)");
@@ -156,6 +158,8 @@ Status sm90_backward_accepts(const BwdParams& p) {
                        std::to_string(kMaxBackwardHeadDim) + ")");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};
+  if (p.cu_seqlens_q != nullptr)  // packed: one batch entry of total rows (mainloop_bwd.h)
+    return tma_strides(p.dtype, in, 4, 1, p.total_q, p.total_k, p.heads_q, p.heads_kv);
   return tma_strides(p.dtype, in, 4, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);
 }
 

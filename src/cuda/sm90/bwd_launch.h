@@ -35,9 +35,9 @@
 namespace flashlab {
 namespace sm90 {
 
-template <typename Traits, bool kGeneral, bool kDeterministic = false>
+template <typename Traits, bool kGeneral, bool kDeterministic = false, bool kVarlen = false>
 using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>,
-                                 kGeneral, kDeterministic>;
+                                 kGeneral, kDeterministic, kVarlen>;
 
 // Prepares and launches one kernel struct (no launch for an empty grid).
 template <typename Kernel>
@@ -66,12 +66,18 @@ Status run_bwd_with(const common::BwdArguments& args_in, cudaStream_t stream) {
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
   Status main_kernel;
-  if constexpr (Traits::kWide) {  // D 256: no deterministic kernel (refused in run_bwd)
+  if constexpr (Traits::kWide) {  // D 256: no deterministic or varlen kernel (refused in run_bwd)
     main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, "backward kernel");
-  } else if (args.deterministic) {
-    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, "backward kernel");
   } else {
-    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, "backward kernel");
+    // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not.
+    const bool varlen = args.seq.cu_seqlens_q != nullptr;
+    constexpr const char* kWhat = "backward kernel";
+    if (args.deterministic)
+      main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, true, true>>(args, stream, kWhat)
+                           : launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, kWhat);
+    else
+      main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, true>>(args, stream, kWhat)
+                           : launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, kWhat);
   }
   FLASHLAB_RETURN_IF_ERROR(main_kernel);
   FLASHLAB_RETURN_IF_ERROR(
@@ -84,6 +90,8 @@ Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
   using Element = typename common::ElementOf<kDType>::type;
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (args.seq.batch == 0 || args.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
+  if (BwdTraits<kHeadDim, Element>::kWide && args.seq.cu_seqlens_q != nullptr)  // api_sm90.cpp refused it first
+    return Status::Unsupported(std::string("impl ") + kImplName + ": the varlen backward at head_dim > 128");
   // D 256 has no deterministic kernel (bwd_kernel_traits.h); api_sm90.cpp refuses it first, so that
   // auto runs cuda_sm80's. Nothing is written before this.
   if (BwdTraits<kHeadDim, Element>::kWide && args.deterministic)

@@ -4,7 +4,8 @@
 // Pieces: TileScheduler common::BwdTileScheduler (one CTA = one key block of 128 keys of one query
 // head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS
 // on the transposed tile: p_and_ds_transposed, sm80's math), the stores of epilogue_bwd.h. No
-// dropout, no varlen on this path (api_sm90.cpp routes them to cuda_sm80).
+// dropout on this path (api_sm90.cpp routes it to cuda_sm80); varlen up to head dim 128 in kernels
+// of its own (kVarlen).
 //
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
@@ -73,7 +74,7 @@ using namespace cute;
 
 // kGeneral: compiled for softcap / ALiBi (Variant::general(params)); kDeterministic: the ordered dQ
 // reductions above (BwdArguments::deterministic). bwd_launch.h picks.
-template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false>
+template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false, bool kVarlen = false>
 struct FlashBwdKernel {
   using Mainloop = Mainloop_;
   using Variant = Variant_;
@@ -86,6 +87,10 @@ struct FlashBwdKernel {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kThreads = Traits::kThreads;
+  // kVarlen: compiled for cu_seqlens (packed tensors), up to head dim 128 (the two-warpgroup
+  // layout; api_sm90.cpp refuses the rest). A kernel of its own: the checks it adds in the
+  // consumers' loop cost the fixed-length causal backward 4-6 % when tested at run time (H200).
+  static_assert(!(kVarlen && Traits::kWide), "no varlen kernel at head dim 256");
 
   struct Params {
     typename TileScheduler::Params scheduler;
@@ -134,12 +139,54 @@ struct FlashBwdKernel {
     if (warp_group == 0) {
       cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
       if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
-        Mainloop::load(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
+        Mainloop::template load<kVarlen>(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
       else if (warp_idx == 1 && !range.empty() && !Traits::kWide)
         write_dq(params, smem);
+      else if (kVarlen && warp_idx == 2 && !range.empty() && range.m_max * kBlockM > tile.q_len)
+        zero_boundary_qdo(smem, pipeline, range.m_max - 1 - range.m_min, tile.q_len - (range.m_max - 1) * kBlockM);
     } else {
       cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
       consume(params, smem, tile, n_block, range, pipeline);
+    }
+  }
+
+  // Varlen: warp 2 of the producer warpgroup clears the next sequence's rows of Q and dO in the
+  // stage of the CTA's last query block, when that block reaches past its sequence (the consumers'
+  // K / V zeroing is once per CTA, at the start; this one sits inside their loop, where the
+  // accumulators are live: done there, ptxas spilled 36 bytes at hdim 64). It waits for the
+  // stage's TMA like a consumer, stores zeros (Mainloop::zero_rows), fences them for wgmma's
+  // async proxy, and arrives on kQdoZeroed, on which the consumers wait before that block's
+  // products (kZeroSyncThreads: theirs and this warp's).
+  // The eight named barriers are all taken (pipeline.h BwdBarrier); these two borrow ids that the
+  // kernel's dQ path leaves unused or uses with the same threads in sequence: split dQ uses
+  // kDsAll (every consumer thread, once per block) and not kDqPartial; the other path the reverse.
+  // The arrival of the zeroing warp can come at any time in the consumers' loop, so its barrier
+  // must be one the loop never uses; the K / V one comes before the loop, so it may share.
+  static constexpr int kZeroSyncThreads = Traits::kMmaThreads + cutlass::NumThreadsPerWarp;
+  static constexpr BwdBarrier kQdoZeroed = Traits::kDqSplit ? BwdBarrier::kDqPartial : BwdBarrier::kDsAll;
+  // The consumers reached that block: an id the loop never uses either (split dQ leaves the
+  // per-warpgroup dS barriers unused; the other path leaves slab 1's).
+  static constexpr BwdBarrier kQdoReady = Traits::kDqSplit ? BwdBarrier::kDsWG1 : BwdBarrier::kDqFullWG2;
+  static constexpr BwdBarrier kKvZeroed = Traits::kDqSplit ? BwdBarrier::kDsAll : BwdBarrier::kDqPartial;
+  // n: the block's place in the CTA's pipeline; valid: its rows of this sequence (< kBlockM). Both
+  // computed before the producer warpgroup gives its registers back (kGeneral's range is costly to
+  // recompute on 24 registers: that version spilled 4 bytes).
+  __device__ void zero_boundary_qdo(SharedStorage& smem, Pipeline& pipeline, int n, int valid) const {
+    if constexpr (kVarlen) {
+      // Not the stage's full barrier alone: waited on by parity, it lets a waiter that is two or
+      // more phases behind through early (the first version did, and zeroed a stage an earlier
+      // block was still using: session 21's sweep failed). The consumers, in step with the
+      // pipeline, say when they reached the block; the full barrier's wait then returns at once.
+      named_barrier_sync(kZeroSyncThreads, kQdoReady);
+      pipeline.consumer_wait(PipelineState(n % Traits::kStages, (n / Traits::kStages) % 2, n));
+      const int stage = n % Traits::kStages;
+      const int lane = static_cast<int>(threadIdx.x) % cutlass::NumThreadsPerWarp;
+      Mainloop::template zero_rows<kBlockM, cutlass::NumThreadsPerWarp>(
+          make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{})(_, _, stage), valid, lane);
+      Mainloop::template zero_rows<kBlockM, cutlass::NumThreadsPerWarp>(
+          make_tensor(make_smem_ptr(smem.dO.data()), typename Traits::SmemLayoutQ{})(_, _, stage), valid, lane);
+      cutlass::arch::fence_view_async_shared();
+      named_barrier_arrive(kZeroSyncThreads, kQdoZeroed);
     }
   }
 
@@ -356,6 +403,20 @@ struct FlashBwdKernel {
       constexpr int kDsThreads = Traits::kDqSplit ? Traits::kMmaThreads : cutlass::NumThreadsPerWarpGroup;
       PipelineState state;  // consumer: stage 0, phase 0
       smem.barrier_kv.wait(0);
+      // Varlen, a key block reaching past its sequence: the next sequence's K and V rows zeroed
+      // (Mainloop::zero_rows) before any product reads them, then kKvZeroed (below).
+      const int mma_tid = wg * cutlass::NumThreadsPerWarpGroup + wtid;
+      if constexpr (kVarlen) {
+        if ((n_block + 1) * kBlockN > tile.k_len) {
+          const int valid = tile.k_len - n_block * kBlockN;
+          Mainloop::template zero_rows<kBlockN, Traits::kMmaThreads>(
+              make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{}), valid, mma_tid);
+          Mainloop::template zero_rows<kBlockN, Traits::kMmaThreads>(
+              make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutK{}), valid, mma_tid);
+          cutlass::arch::fence_view_async_shared();
+          named_barrier_sync(Traits::kMmaThreads, kKvZeroed);
+        }
+      }
       if constexpr (Traits::kWide) {
         consume_wide(params, smem, tile, n_block, range, pipeline, mainloop, variant, tStS, copy_r2s,
                      part_of(smem.pt.data()), tPsdS, acc_dk, acc_dv, state, wg, wtid);
@@ -367,6 +428,14 @@ struct FlashBwdKernel {
           Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
           pipeline.consumer_wait(state);
           const int stage = state.index();
+          // Varlen, the last query block reaching past its sequence: the zeroing warp
+          // (zero_boundary_qdo) cleared Q's and dO's rows of the next sequence in this stage.
+          if constexpr (kVarlen) {
+            if (m_block == range.m_max - 1 && (m_block + 1) * kBlockM > tile.q_len) {
+              named_barrier_arrive(kZeroSyncThreads, kQdoReady);  // the stage landed (consumer_wait)
+              named_barrier_sync(kZeroSyncThreads, kQdoZeroed);
+            }
+          }
           mainloop.issue_s(stage, acc_s);
           mainloop.issue_dp(stage, acc_dp);  // both in flight together
 

@@ -54,6 +54,8 @@ struct MainloopBwd {
     int kv_group;
     const float* row_stats;  // common::BwdRowArgs::row_stats (kBlockM-row tiles of LSE · log2(e), D)
     int seqlen_q, heads_q;
+    const int32_t* cu_seqlens_q;
+    const int32_t* cu_seqlens_k;
   };
   static constexpr int kStatsFloats = 2 * kBlockM;  // a row_stats tile: one query block's LSE, D
   static constexpr uint32_t kStatsBytes = kStatsFloats * sizeof(float);  // one bulk copy per stage
@@ -77,17 +79,23 @@ struct MainloopBwd {
     typename Pipeline::SharedStorage pipeline_qdo;
   };
 
-  // Host: the descriptors. Each describes at least one row: TMA refuses an empty tensor, and a
-  // length of 0 (the API allows it only as a varlen maximum, which this path refuses today) must
-  // still give dK = dV = 0 or dQ = 0 without loading anything.
+  // Host: the descriptors, (rows, head_dim, heads, batch). Each describes at least one row: TMA
+  // refuses an empty tensor, and a length of 0 (a varlen maximum or total) must still give
+  // dK = dV = 0 or dQ = 0 without loading anything. Varlen: the packed tensors as one batch entry
+  // of total rows, each tile offset by its sequence's first row (as the forward: mainloop_fwd.h);
+  // the next sequence's rows that a boundary block loads are zeroed by the consumers
+  // (zero_rows, flash_bwd_kernel.h) before any product reads them.
   static Params to_params(const Arguments& a) {
     const common::SeqArgs& s = a.seq;
     const common::BwdInputArgs& in = a.in;
+    const bool varlen = s.cu_seqlens_q != nullptr;
     const int heads_kv = s.heads_q / in.kv_group;
-    const int rows_q = s.seqlen_q > 0 ? s.seqlen_q : 1;
-    const int rows_k = s.seqlen_k > 0 ? s.seqlen_k : 1;
-    const ShapeQKV shape_q{rows_q, in.head_dim, s.heads_q, s.batch};
-    const ShapeQKV shape_k{rows_k, in.head_dim, heads_kv, s.batch};
+    auto at_least_1 = [](int64_t rows) { return static_cast<int>(rows > 0 ? rows : 1); };
+    const int rows_q = at_least_1(varlen ? in.total_q : s.seqlen_q);
+    const int rows_k = at_least_1(varlen ? in.total_k : s.seqlen_k);
+    const int batch = varlen ? 1 : s.batch;
+    const ShapeQKV shape_q{rows_q, in.head_dim, s.heads_q, batch};
+    const ShapeQKV shape_k{rows_k, in.head_dim, heads_kv, batch};
     auto gmem = [&](const void* ptr, const ShapeQKV& shape, int64_t row, int64_t head, int64_t batch) {
       const StrideQKV stride{tma_legal_stride(row, get<0>(shape)), _1{},
                              tma_legal_stride(head, get<2>(shape)), tma_legal_stride(batch, get<3>(shape))};
@@ -110,7 +118,9 @@ struct MainloopBwd {
                   in.kv_group,
                   a.rows.row_stats,
                   s.seqlen_q,
-                  s.heads_q};
+                  s.heads_q,
+                  s.cu_seqlens_q,
+                  s.cu_seqlens_k};
   }
 
   CUTE_DEVICE static void prefetch_descriptors(const Params& p) {
@@ -131,6 +141,8 @@ struct MainloopBwd {
   }
 
   // ---- Producer: one thread. K(n), V(n), then Q(m), dO(m) for m in [m_min, m_max).
+  // kVarlen: the kernel's (cu_seqlens given; the descriptors hold the packed tensors as one batch entry).
+  template <bool kVarlen>
   CUTE_DEVICE static void load(const Params& p, const common::WorkTile& t, int n_block, int m_min, int m_max,
                                Pipeline& pipeline, SharedStorage& smem) {
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});
@@ -140,14 +152,19 @@ struct MainloopBwd {
     const int head_kv = t.head / p.kv_group;
     using TileQ = typename Traits::TileQ;
     using TileKV = typename Traits::TileKV;
-    Tensor gQ =
-        local_tile(p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
-    Tensor gdO =
-        local_tile(p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, t.batch), TileQ{}, make_coord(_, _0{}));
-    Tensor gK = local_tile(p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{},
-                           make_coord(n_block, _0{}));
-    Tensor gV = local_tile(p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, t.batch), TileKV{},
-                           make_coord(n_block, _0{}));
+    // Varlen: batch entry 0 and the sequence's first packed row, read from cu_seqlens here (as
+    // mainloop_fwd.h's coords(): the producer lives on 24 registers).
+    const int entry = kVarlen ? 0 : t.batch;
+    const int q_row0 = kVarlen ? p.cu_seqlens_q[t.batch] : 0;
+    const int k_row0 = kVarlen ? p.cu_seqlens_k[t.batch] : 0;
+    Tensor gQ = local_tile(domain_offset(make_coord(q_row0, _0{}), p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, entry)),
+                           TileQ{}, make_coord(_, _0{}));
+    Tensor gdO = local_tile(domain_offset(make_coord(q_row0, _0{}), p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, entry)),
+                            TileQ{}, make_coord(_, _0{}));
+    Tensor gK = local_tile(domain_offset(make_coord(k_row0, _0{}), p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, entry)),
+                           TileKV{}, make_coord(n_block, _0{}));
+    Tensor gV = local_tile(domain_offset(make_coord(k_row0, _0{}), p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, entry)),
+                           TileKV{}, make_coord(n_block, _0{}));
     auto [tQg, tQs] =
         tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
     auto [tdOg, tdOs] =
@@ -177,6 +194,17 @@ struct MainloopBwd {
       ++state;
     }
     pipeline.producer_tail(state);  // do not retire while a consumer may still arrive
+  }
+
+  // ---- Varlen: rows [valid, ROWS) of a (ROWS, HDIM) tile in shared memory hold the next
+  // sequence's values (TMA zero-fills only past the packed tensor); zeroed by the kThreads consumer
+  // threads (mma_tid their index), 16 bytes a store, before any product reads them: P and dS are 0
+  // there, but 0 · NaN = NaN (design/sm90-backward.md §7). The caller fences and synchronizes.
+  template <int kRows, int kThreads, typename SmemTile>
+  CUTE_DEVICE static void zero_rows(SmemTile s, int valid, int mma_tid) {
+    constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row (the swizzle keeps them whole)
+    for (int i = mma_tid; i < (kRows - valid) * kChunks; i += kThreads)
+      *reinterpret_cast<uint4*>(&s(valid + i / kChunks, (i % kChunks) * 8)) = make_uint4(0, 0, 0, 0);
   }
 
   // ---- Consumer: the operands of one thread (wtid in [0, 128)) of consumer warpgroup wg.
