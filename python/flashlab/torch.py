@@ -28,8 +28,9 @@ versions would record an event on the current stream — fatal inside graph capt
 host time than the rest of the call.
 
 On CUDA ``impl="auto"`` runs ``cuda_sm90`` on an H100/H200 (the forward, varlen up to head dim 192
-included, and the backward at head dims 33–128, deterministic or not, and 193–256) and ``cuda_sm80``
-for the rest (dropout, the varlen backward, the other backward head dims, other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and
+included, and the backward at head dims 33–128, deterministic or varlen or neither, and 193–256) and
+``cuda_sm80`` for the rest (dropout, varlen above those head dims, the other backward head dims,
+other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and
 every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
 what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
 library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
