@@ -10,9 +10,9 @@ Implementations (each a row; one that does not import or refuses the call prints
   sdpa_cudnn           SDPA's cuDNN kernel on the same nested tensor
 
 Timing as python -m flashlab.bench (its Timer: L2 flushed between calls, CUDA events, median of the
-reps that fit the budget); the backward is autograd.grad of a retained forward output. FLOPs count
-the visible (query, key) pairs of each sequence exactly (causal: L(L+1)/2 of a length-L sequence);
-forward 4·pairs·heads·head_dim, backward 2.5× that, as the grid does.
+reps that fit the budget); the backward is autograd.grad of a retained forward output. FLOPs are
+flashlab.attention_flops per sequence, summed (the grid's count: the visible (query, key) pairs,
+causal L(L+1)/2 of a length-L sequence; forward 4·pairs·heads·head_dim, backward 2.5× that).
 
 usage: python benchmarks/varlen_peers.py [--hdims 64,128] [--mixes long,short] [--causal both]
                                          [--tokens 32768] [--budget-ms 150]
@@ -35,9 +35,9 @@ def lengths(mix, tokens, seed=1):
 
 
 def flops(lens, heads, hdim, causal, backward):
-    pairs = sum(n * (n + 1) // 2 if causal else n * n for n in lens)
-    f = 4.0 * pairs * heads * hdim
-    return 2.5 * f if backward else f
+    """flashlab.attention_flops (the grid's mask-aware count) summed over the sequences."""
+    from flashlab import attention_flops
+    return sum(attention_flops(1, n, n, heads, heads, hdim, causal=causal)[1 if backward else 0] for n in lens)
 
 
 def make_impls(torch):
