@@ -88,8 +88,9 @@ struct FlashBwdKernel {
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kThreads = Traits::kThreads;
   // kVarlen: compiled for cu_seqlens (packed tensors), up to head dim 128 (the 128-key tiles;
-  // D 256's kWide layout has no zeroing: api_sm90.cpp refuses it). A kernel of its own: the checks it adds in the
-  // consumers' loop cost the fixed-length causal backward 4-6 % when tested at run time (H200).
+  // D 256's kWide layout has no zeroing: api_sm90.cpp refuses it). A kernel of its own: the
+  // checks it adds in the consumers' loop cost the fixed-length causal backward 4-6 % when tested
+  // at run time (H200).
   static_assert(!(kVarlen && Traits::kWide), "no varlen kernel at head dim 256");
 
   struct Params {
