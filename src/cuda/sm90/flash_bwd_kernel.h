@@ -66,6 +66,7 @@
 #include "cuda/sm90/epilogue_bwd.h"
 #include "cuda/sm90/fragments.h"
 #include "cuda/sm90/pipeline.h"
+#include "cuda/sm90/varlen.h"  // zero_rows_from
 
 namespace flashlab {
 namespace sm90 {
@@ -155,7 +156,7 @@ struct FlashBwdKernel {
   // stage of the CTA's last query block, when that block reaches past its sequence (the consumers'
   // K / V zeroing is once per CTA, at the start; this one sits inside their loop, where the
   // accumulators are live: done there, ptxas spilled 36 bytes at hdim 64). It waits for the
-  // stage's TMA like a consumer, stores zeros (Mainloop::zero_rows), fences them for wgmma's
+  // stage's TMA like a consumer, stores zeros (zero_rows_from, varlen.h), fences them for wgmma's
   // async proxy, and arrives on kQdoZeroed, on which the consumers wait before that block's
   // products (kZeroSyncThreads: theirs and this warp's).
   // The eight named barriers are all taken (pipeline.h BwdBarrier); these two borrow ids that the
@@ -182,9 +183,9 @@ struct FlashBwdKernel {
       pipeline.consumer_wait(PipelineState(n % Traits::kStages, (n / Traits::kStages) % 2, n));
       const int stage = n % Traits::kStages;
       const int lane = static_cast<int>(threadIdx.x) % cutlass::NumThreadsPerWarp;
-      Mainloop::template zero_rows<kBlockM, cutlass::NumThreadsPerWarp>(
+      zero_rows_from<kBlockM, kHeadDim, cutlass::NumThreadsPerWarp>(
           make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{})(_, _, stage), valid, lane);
-      Mainloop::template zero_rows<kBlockM, cutlass::NumThreadsPerWarp>(
+      zero_rows_from<kBlockM, kHeadDim, cutlass::NumThreadsPerWarp>(
           make_tensor(make_smem_ptr(smem.dO.data()), typename Traits::SmemLayoutQ{})(_, _, stage), valid, lane);
       cutlass::arch::fence_view_async_shared();
       named_barrier_arrive(kZeroSyncThreads, kQdoZeroed);
@@ -405,14 +406,14 @@ struct FlashBwdKernel {
       PipelineState state;  // consumer: stage 0, phase 0
       smem.barrier_kv.wait(0);
       // Varlen, a key block reaching past its sequence: the next sequence's K and V rows zeroed
-      // (Mainloop::zero_rows) before any product reads them, then kKvZeroed (below).
+      // (zero_rows_from, varlen.h) before any product reads them, then kKvZeroed (below).
       const int mma_tid = wg * cutlass::NumThreadsPerWarpGroup + wtid;
       if constexpr (kVarlen) {
         if ((n_block + 1) * kBlockN > tile.k_len) {
           const int valid = tile.k_len - n_block * kBlockN;
-          Mainloop::template zero_rows<kBlockN, Traits::kMmaThreads>(
+          zero_rows_from<kBlockN, kHeadDim, Traits::kMmaThreads>(
               make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutK{}), valid, mma_tid);
-          Mainloop::template zero_rows<kBlockN, Traits::kMmaThreads>(
+          zero_rows_from<kBlockN, kHeadDim, Traits::kMmaThreads>(
               make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutK{}), valid, mma_tid);
           cutlass::arch::fence_view_async_shared();
           named_barrier_sync(Traits::kMmaThreads, kKvZeroed);

@@ -24,6 +24,7 @@
 #include "cuda/sm90/fragments.h"
 #include "cuda/sm90/kernel_traits.h"  // tma_legal_stride
 #include "cuda/sm90/pipeline.h"
+#include "cuda/sm90/varlen.h"
 
 namespace flashlab {
 namespace sm90 {
@@ -84,7 +85,7 @@ struct MainloopBwd {
   // dK = dV = 0 or dQ = 0 without loading anything. Varlen: the packed tensors as one batch entry
   // of total rows, each tile offset by its sequence's first row (as the forward: mainloop_fwd.h);
   // the next sequence's rows that a boundary block loads are zeroed by the consumers
-  // (zero_rows, flash_bwd_kernel.h) before any product reads them.
+  // (zero_rows_from, varlen.h; flash_bwd_kernel.h) before any product reads them.
   static Params to_params(const Arguments& a) {
     const common::SeqArgs& s = a.seq;
     const common::BwdInputArgs& in = a.in;
@@ -152,19 +153,18 @@ struct MainloopBwd {
     const int head_kv = t.head / p.kv_group;
     using TileQ = typename Traits::TileQ;
     using TileKV = typename Traits::TileKV;
-    // Varlen: batch entry 0 and the sequence's first packed row, read from cu_seqlens here (as
+    // The sequence's batch entry, or (varlen) its first packed row, read from cu_seqlens here (as
     // mainloop_fwd.h's coords(): the producer lives on 24 registers).
-    const int entry = kVarlen ? 0 : t.batch;
-    const int q_row0 = kVarlen ? p.cu_seqlens_q[t.batch] : 0;
-    const int k_row0 = kVarlen ? p.cu_seqlens_k[t.batch] : 0;
-    Tensor gQ = local_tile(domain_offset(make_coord(q_row0, _0{}), p.tma_q.get_tma_tensor(p.shape_q)(_, _, t.head, entry)),
-                           TileQ{}, make_coord(_, _0{}));
-    Tensor gdO = local_tile(domain_offset(make_coord(q_row0, _0{}), p.tma_do.get_tma_tensor(p.shape_q)(_, _, t.head, entry)),
-                            TileQ{}, make_coord(_, _0{}));
-    Tensor gK = local_tile(domain_offset(make_coord(k_row0, _0{}), p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, entry)),
-                           TileKV{}, make_coord(n_block, _0{}));
-    Tensor gV = local_tile(domain_offset(make_coord(k_row0, _0{}), p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, entry)),
-                           TileKV{}, make_coord(n_block, _0{}));
+    const int q_seq = kVarlen ? p.cu_seqlens_q[t.batch] : t.batch;
+    const int k_seq = kVarlen ? p.cu_seqlens_k[t.batch] : t.batch;
+    Tensor gQ = local_tile(sequence_rows(p.tma_q.get_tma_tensor(p.shape_q), t.head, q_seq, kVarlen), TileQ{},
+                           make_coord(_, _0{}));
+    Tensor gdO = local_tile(sequence_rows(p.tma_do.get_tma_tensor(p.shape_q), t.head, q_seq, kVarlen), TileQ{},
+                            make_coord(_, _0{}));
+    Tensor gK = local_tile(sequence_rows(p.tma_k.get_tma_tensor(p.shape_k), head_kv, k_seq, kVarlen), TileKV{},
+                           make_coord(n_block, _0{}));
+    Tensor gV = local_tile(sequence_rows(p.tma_v.get_tma_tensor(p.shape_k), head_kv, k_seq, kVarlen), TileKV{},
+                           make_coord(n_block, _0{}));
     auto [tQg, tQs] =
         tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
     auto [tdOg, tdOs] =
@@ -194,17 +194,6 @@ struct MainloopBwd {
       ++state;
     }
     pipeline.producer_tail(state);  // do not retire while a consumer may still arrive
-  }
-
-  // ---- Varlen: rows [valid, ROWS) of a (ROWS, HDIM) tile in shared memory hold the next
-  // sequence's values (TMA zero-fills only past the packed tensor); zeroed by the kThreads consumer
-  // threads (mma_tid their index), 16 bytes a store, before any product reads them: P and dS are 0
-  // there, but 0 · NaN = NaN (design/sm90-backward.md §7). The caller fences and synchronizes.
-  template <int kRows, int kThreads, typename SmemTile>
-  CUTE_DEVICE static void zero_rows(SmemTile s, int valid, int mma_tid) {
-    constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row (the swizzle keeps them whole)
-    for (int i = mma_tid; i < (kRows - valid) * kChunks; i += kThreads)
-      *reinterpret_cast<uint4*>(&s(valid + i / kChunks, (i % kChunks) * 8)) = make_uint4(0, 0, 0, 0);
   }
 
   // ---- Consumer: the operands of one thread (wtid in [0, 128)) of consumer warpgroup wg.

@@ -20,6 +20,7 @@
 #include "cuda/common/tile_scheduler.h"
 #include "cuda/sm90/fragments.h"
 #include "cuda/sm90/pipeline.h"
+#include "cuda/sm90/varlen.h"
 
 namespace flashlab {
 namespace sm90 {
@@ -148,15 +149,9 @@ struct MainloopFwd {
     return {p.varlen ? p.cu_seqlens_q[t.batch] : t.batch, p.varlen ? p.cu_seqlens_k[t.batch] : t.batch,
             t.head, t.head / p.kv_group, t.m_block};
   }
-  // The (rows, d) slice of a descriptor's tensor that holds the tile's sequence from row 0 on.
-  template <typename TmaTensor>
-  CUTE_DEVICE static auto sequence(const Params& p, TmaTensor const& m, int head, int seq) {
-    return domain_offset(make_coord(p.varlen ? seq : 0, _0{}), m(_, _, head, p.varlen ? 0 : seq));
-  }
-
   CUTE_DEVICE static void load_q(const Params& p, const TileCoords& c, SharedStorage& smem) {
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, HDIM)
-    Tensor mQ = sequence(p, p.tma_q.get_tma_tensor(p.shape_q), c.head, c.q_seq);            // (q_len.., d)
+    Tensor mQ = sequence_rows(p.tma_q.get_tma_tensor(p.shape_q), c.head, c.q_seq, p.varlen);  // (q_len.., d)
     Tensor gQ = local_tile(mQ, TileQ{}, make_coord(c.m_block, _0{}));                      // (BLK_M, HDIM)
     auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
                                       group_modes<0, 2>(gQ));  // (TMA), (TMA)
@@ -173,7 +168,7 @@ struct MainloopFwd {
     auto const& tma = kIsV ? p.tma_v : p.tma_k;
     Tensor s = make_tensor(make_smem_ptr(kIsV ? smem.v.data() : smem.k.data()),
                            typename Traits::SmemLayoutK{});                                 // (BLK_N, HDIM, STAGES)
-    Tensor m = sequence(p, tma.get_tma_tensor(p.shape_k), c.kv_head, c.k_seq);              // (k_len.., d)
+    Tensor m = sequence_rows(tma.get_tma_tensor(p.shape_k), c.kv_head, c.k_seq, p.varlen);   // (k_len.., d)
     Tensor g = local_tile(m, TileKV{}, make_coord(n, _0{}));                                // (BLK_N, HDIM)
     auto [tg, ts] = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
     pipeline.producer_acquire(state);
@@ -203,18 +198,14 @@ struct MainloopFwd {
   // Varlen, the tile's first key block when it reaches past the sequence: V's rows [valid, BLK_N)
   // of `stage` hold the next sequence's values (TMA zero-fills only past the packed tensor). P is
   // 0 there, but 0 · Inf and 0 · NaN are NaN, so a non-finite value next door would leak into
-  // this sequence's O: the consumer threads zero those rows (16 bytes a store: the 128-byte
-  // swizzle permutes 16-byte chunks, so 8 consecutive head-dim elements stay contiguous), then
+  // this sequence's O: the consumer threads zero those rows (zero_rows_from, varlen.h), then
   // order the stores before wgmma's async-proxy reads and wait for each other. Every consumer
   // thread calls this, after its wait on the stage's full barrier (the same rule as sm80's
   // zero-filled loads, docs/design/sm90-forward.md §7).
   template <int kThreads>
   CUTE_DEVICE static void zero_v_rows(SharedStorage& smem, int stage, int valid, int mma_tid) {
     Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
-    constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
-    Tensor sVs = sV(_, _, stage);          // (BLK_N, HDIM)
-    for (int i = mma_tid; i < (kBlockN - valid) * kChunks; i += kThreads)
-      *reinterpret_cast<uint4*>(&sVs(valid + i / kChunks, (i % kChunks) * 8)) = make_uint4(0, 0, 0, 0);
+    zero_rows_from<kBlockN, kHeadDim, kThreads>(sV(_, _, stage), valid, mma_tid);
     cutlass::arch::fence_view_async_shared();
     named_barrier_sync(kThreads, FwdBarrier::kVZeroed);
   }
