@@ -97,6 +97,23 @@ inline ProblemSpec checker_self_test_spec(DType dt) {
   return s;
 }
 
+// The packed batch of both VarlenNeighbourNonFinite tests (forward and backward), whose middle
+// sequence the test poisons: query lengths 77, 50, 130, key lengths 77, 150, 203 (the last
+// sequence ends the packed tensors, the first has one after it), GQA 4 / 2.
+inline ProblemSpec varlen_neighbour_spec(int64_t head_dim, bool causal, uint64_t data_seed) {
+  ProblemSpec s;
+  s.lens_q = {77, 50, 130};
+  s.lens_k = {77, 150, 203};
+  s.seqlen_q = 130;
+  s.seqlen_k = 203;
+  s.heads_q = 4;
+  s.heads_kv = 2;
+  s.head_dim = head_dim;
+  s.causal = causal;
+  s.data_seed = data_seed;
+  return s;
+}
+
 inline double unit_roundoff(DType d) {
   return d == DType::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
 }

@@ -643,16 +643,8 @@ TEST_P(CudaBackwardImpl, VarlenNeighbourNonFinite) {
     for (bool causal : {false, true})
       for (bool deterministic : {false, true}) {
         if (deterministic && head_dim != 128) continue;
-        ProblemSpec s;
-        s.lens_q = {77, 50, 130};
-        s.lens_k = {77, 150, 203};
-        s.seqlen_q = 130;
-        s.seqlen_k = 203;
-        s.heads_q = 4;
-        s.heads_kv = 2;
-        s.head_dim = head_dim;
-        s.causal = causal;
-        s.data_seed = 41 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0);
+        const ProblemSpec s =
+            varlen_neighbour_spec(head_dim, causal, 41 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0));
         SCOPED_TRACE(s.describe() + (deterministic ? " deterministic" : ""));
         Problem pb(s);
         reference_forward_into(pb, NAN);

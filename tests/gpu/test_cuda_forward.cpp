@@ -472,16 +472,8 @@ TEST_P(CudaForwardImpl, VarlenNeighbourNonFinite) {
   int ran = 0;
   for (int64_t head_dim : {64, 128, 192, 256})
     for (bool causal : {false, true}) {
-      ProblemSpec s;
-      s.lens_q = {77, 50, 130};
-      s.lens_k = {77, 150, 203};
-      s.seqlen_q = 130;
-      s.seqlen_k = 203;
-      s.heads_q = 4;
-      s.heads_kv = 2;
-      s.head_dim = head_dim;
-      s.causal = causal;
-      s.data_seed = 31 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0);
+      const ProblemSpec s =
+          varlen_neighbour_spec(head_dim, causal, 31 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0));
       Problem pb(s);
       const Problem exact = exact_forward(pb, NAN);
       const int64_t k0 = pb.cu_seqlens_k[1], k1 = pb.cu_seqlens_k[2];
