@@ -336,9 +336,11 @@ TEST(CudaKvCache, SweepAgainstReference) {
 //   the same at L 4k / 64k on a paged cache, pages of 16 and of 1 (NHD, pages shuffled)
 //   B 1, GQA 32/8, L 128k (split-KV);  B 64, GQA 32/4, L 1k
 //   seqlen_q 4 and 8 (speculative, causal bottom-right), B 32, GQA 64/8, L 8k
+//   B 32, GQA 32/8, L 1k / 4k in one page per sequence, NHD and HND (HND: each head's keys contiguous)
 // FLASHLAB_KV_BENCH_ONLY=N runs scenario N alone (0-based, in the order above).
 struct BenchScenario {
   int64_t B, hq, hk, L, sq, page;
+  KvLayout layout = KvLayout::kNHD;
 };
 TEST(CudaKvCache, Bandwidth) {
   if (!have_gpu() || env_int("FLASHLAB_KV_BENCH", 0) == 0) GTEST_SKIP() << "FLASHLAB_KV_BENCH=1 and a GPU";
@@ -346,7 +348,9 @@ TEST(CudaKvCache, Bandwidth) {
   const std::vector<BenchScenario> scenarios = {
       {32, 32, 8, 1024, 1, 0},  {32, 32, 8, 4096, 1, 0},  {32, 32, 8, 16384, 1, 0}, {32, 32, 8, 65536, 1, 0},
       {32, 32, 8, 4096, 1, 16}, {32, 32, 8, 65536, 1, 16}, {32, 32, 8, 4096, 1, 1},  {32, 32, 8, 65536, 1, 1},
-      {1, 32, 8, 131072, 1, 0}, {64, 32, 4, 1024, 1, 0},  {32, 64, 8, 8192, 4, 0},  {32, 64, 8, 8192, 8, 0}};
+      {1, 32, 8, 131072, 1, 0}, {64, 32, 4, 1024, 1, 0},  {32, 64, 8, 8192, 4, 0},  {32, 64, 8, 8192, 8, 0},
+      {32, 32, 8, 1024, 1, 1024}, {32, 32, 8, 1024, 1, 1024, KvLayout::kHND},
+      {32, 32, 8, 4096, 1, 4096}, {32, 32, 8, 4096, 1, 4096, KvLayout::kHND}};
   const int64_t only = env_int("FLASHLAB_KV_BENCH_ONLY", -1);
   for (size_t si = 0; si < scenarios.size(); ++si) {
     if (only >= 0 && int64_t(si) != only) continue;
@@ -375,13 +379,13 @@ TEST(CudaKvCache, Bandwidth) {
     std::shuffle(table.begin(), table.end(), shuffle_rng);  // neighbouring pages far apart
     Dev<int32_t> dtable(table);
     if (page > 0) {
-      p.k_cache = paged_cache(static_cast<void*>(dk.ptr), KvLayout::kNHD, page, hk, d);
-      p.v_cache = paged_cache(static_cast<void*>(dv.ptr), KvLayout::kNHD, page, hk, d);
+      p.k_cache = paged_cache(static_cast<void*>(dk.ptr), sc.layout, page, hk, d);
+      p.v_cache = paged_cache(static_cast<void*>(dv.ptr), sc.layout, page, hk, d);
       p.block_table = dtable.ptr;
       p.max_pages = L / page;
       p.num_pages = B * L / page;
       p.page_size = page;
-      p.page_layout = KvLayout::kNHD;
+      p.page_layout = sc.layout;
     } else {
       p.k_cache = contiguous(static_cast<void*>(dk.ptr), L, hk, d);
       p.v_cache = contiguous(static_cast<void*>(dv.ptr), L, hk, d);
@@ -427,10 +431,11 @@ TEST(CudaKvCache, Bandwidth) {
       }
       std::sort(ms.begin(), ms.end());
       const double bytes = 2.0 * B * L * hk * d * 2;
-      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld sq %lld page %lld: %.3f ms, %.2f TB/s "
+      std::printf("[ kv bench ] %-4s B %lld GQA %lld/%lld d %lld L %lld sq %lld page %lld%s: %.3f ms, %.2f TB/s "
                   "(workspace %lld B)",
                   detail::decode_kernel_name(kernel), (long long)B, (long long)hq, (long long)hk,
-                  (long long)d, (long long)L, (long long)sq, (long long)page, ms[ms.size() / 2],
+                  (long long)d, (long long)L, (long long)sq, (long long)page,
+                  sc.layout == KvLayout::kHND ? " HND" : "", ms[ms.size() / 2],
                   bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, (long long)ws);
       if (kernel == detail::DecodeKernel::kTile) std::printf(", max |tile - v5| %.3g", diff);
       std::printf("\n");

@@ -12,9 +12,10 @@
 //                           deterministic mode the group's query-head slices are summed in head
 //                           order, so the result does not depend on which CTA finished first.
 // bwd_prologue / bwd_epilogue_dkv launch them (host), with the workspace zeroing, around any
-// implementation's main kernels. Both are memory-bound row sweeps: one warp per row, 8 elements (16 bytes of
-// the dtype) per lane, so head_dim <= 256 is one pass of a warp. Grid (row blocks of kPrepostRows, head,
-// sequence); rows past a (varlen) sequence are neither read nor written.
+// implementation's main kernels. Both are memory-bound row sweeps, 8 elements (16 bytes of the dtype) per
+// lane: the preprocess gives a row row_lanes(head_dim) lanes (a warp sums 2 rows at once at head dim 128),
+// the dK / dV conversion a warp per row. Grid (row blocks of kPrepostRows, head, sequence); rows past a
+// (varlen) sequence are neither read nor written.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +72,18 @@ __device__ __forceinline__ float warp_sum(float x) {
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
 }
+// The sum over aligned groups of `lanes` lanes (a power of two <= 32), in every lane of the group.
+__device__ __forceinline__ float group_sum(float x, int lanes) {
+  for (int o = lanes / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+// Lanes per row of a row sweep: 8 elements (16 bytes of a 16-bit dtype) a lane, rounded up to a
+// power of two, so that a warp holds whole rows.
+__host__ __device__ constexpr int row_lanes(int head_dim) {
+  int lanes = 1;
+  while (lanes < 32 && 8 * lanes < head_dim) lanes *= 2;
+  return lanes;
+}
 
 // zero / zero_count: dq_accum and its length in float4 (0: nothing to zero). The CTAs zero it
 // between them, each a contiguous share, while they stream O and dO: one pass over memory instead
@@ -90,7 +103,12 @@ __global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTA
   const int head = static_cast<int>(blockIdx.y);
   const int m0 = static_cast<int>(blockIdx.x) * kPrepostRows;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int d0 = 8 * lane;
+  // A row takes `lanes` lanes (16 bytes of the dtype each: head_dim / 8 rounded up to a power of
+  // two), so a warp covers 32 / lanes rows at once: at head dim 128 two rows, at 64 four. One row
+  // per warp left half or more of the lanes idle below head dim 256.
+  const int lanes = row_lanes(in.head_dim);
+  const int sub = lane / lanes, d0 = 8 * (lane % lanes);
+  const bool row_leader = lane % lanes == 0;
   const BwdRowArgs& rows = params.rows;
   // row_stats tiles of block rows (a multiple of kPrepostRows: bwd_prologue): this CTA writes rows
   // [m0 % block, + kPrepostRows) of tile m0 / block. CTAs past the sequences' longest length exist
@@ -98,20 +116,17 @@ __global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTA
   const int block = rows.row_stats_block;
   static_assert(kPrepostRows == kDsinkBlockRows, "one CTA writes one dsink partial");
   // Attention sinks: the gradient of the sink logit s is −Σ_rows P_sink·D with P_sink = e^(s − LSE)
-  // (the sink adds no value, so dS of the keys is unchanged). Lane 0 sums its warp's rows.
+  // (the sink adds no value, so dS of the keys is unchanged). Each row's leading lane sums its rows;
+  // the warp's lanes are summed after the loop.
   const float sink = rows.dsink_partial != nullptr ? params.score.sink_logits[head] : -INFINITY;
+  const bool needs_lse = sink != -INFINITY || block > 0;
   float sink_part = 0.0f;
   // Tiles: every row of the block, the padding past the sequence too.
   const int r_end = block > 0 ? m0 + kPrepostRows : min(m0 + kPrepostRows, s.len);
-  // What lane 0 does with row r's D (warp-summed): the sink's share, and D (and LSE · log2 e) out.
-  auto finish = [&](int r, float sum) {
-    // The row's LSE, read once, where the sink or the row_stats tile needs it.
+  // What a row's leading lane does with its D (summed over the row's lanes) and LSE: the sink's
+  // share, and D (and LSE · log2 e) out.
+  auto finish = [&](int r, float sum, float lse) {
     const bool in_seq = r < s.len;
-    const float lse = in_seq && (sink != -INFINITY || block > 0)
-                          ? rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
-                                              : int64_t(s.b) * rows.lse_batch_stride +
-                                                    int64_t(head) * rows.lse_head_stride + r]
-                          : -INFINITY;
     if (sink != -INFINITY && in_seq) sink_part -= exp2f((sink - lse) * kLog2e) * sum;  // exp2f: expf's slow path spills
     if (block == 0) {
       rows.dsum[int64_t(head) * rows.rows_q + s.offset(params.seq.seqlen_q, 1, 0, r, 0)] = sum;
@@ -124,34 +139,44 @@ __global__ void __launch_bounds__(kPrepostThreads, 8)  // <= 64 registers: 8 CTA
     tile[r % block] = lse_log2;
     tile[block + r % block] = sum;
   };
-  // A warp takes kBatch of its rows at once: their O and dO loads are all in flight before the
-  // first product (one row at a time left each warp with two 16-byte loads outstanding).
+  // A warp takes kBatch of its row slots at once: their O, dO and LSE loads are all in flight
+  // before the first product. (The LSE was read inside finish(), after the sum: a dependent load
+  // per row, serialized behind the row_stats stores; ncu had this kernel at ~60 % of DRAM peak.)
   constexpr int kWarps = kPrepostThreads / 32, kBatch = 4;
-  for (int r0 = m0 + warp; r0 < r_end; r0 += kBatch * kWarps) {  // warp-uniform
+  const int rows_per_warp = 32 / lanes, slot_stride = kWarps * rows_per_warp;
+  for (int r0 = m0 + warp * rows_per_warp; r0 < r_end; r0 += kBatch * slot_stride) {  // warp-uniform
     Pack8<Element> o[kBatch], d[kBatch];
+    float lse[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int r = r0 + u * kWarps;
+      const int r = r0 + u * slot_stride + sub;
       o[u].raw = d[u].raw = make_uint4(0u, 0u, 0u, 0u);
-      if (r < r_end && r < s.len && d0 < in.head_dim) {
-        o[u].raw = *reinterpret_cast<const uint4*>(
-            static_cast<const Element*>(in.out) +
-            s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
-        d[u].raw = *reinterpret_cast<const uint4*>(
-            static_cast<const Element*>(in.dout) +
-            s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
+      lse[u] = -INFINITY;
+      if (r < r_end && r < s.len) {
+        if (d0 < in.head_dim) {
+          o[u].raw = *reinterpret_cast<const uint4*>(
+              static_cast<const Element*>(in.out) +
+              s.offset(in.o_batch_stride, in.o_row_stride, in.o_head_stride, r, head) + d0);
+          d[u].raw = *reinterpret_cast<const uint4*>(
+              static_cast<const Element*>(in.dout) +
+              s.offset(in.do_batch_stride, in.do_row_stride, in.do_head_stride, r, head) + d0);
+        }
+        if (needs_lse && row_leader)
+          lse[u] = rows.lse[s.varlen ? int64_t(head) * rows.lse_head_stride + s.base + r
+                                     : int64_t(s.b) * rows.lse_batch_stride + int64_t(head) * rows.lse_head_stride + r];
       }
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int r = r0 + u * kWarps;
+      const int r = r0 + u * slot_stride + sub;
       float sum = 0.0f;
 #pragma unroll
       for (int i = 0; i < 8; ++i) sum += o[u].get(i) * d[u].get(i);
-      sum = warp_sum(sum);
-      if (lane == 0 && r < r_end) finish(r, sum);
+      sum = group_sum(sum, lanes);
+      if (row_leader && r < r_end) finish(r, sum, lse[u]);
     }
   }
+  if (rows.dsink_partial != nullptr) sink_part = warp_sum(sink_part);  // the row leaders' sums (others hold 0)
   // CTA-uniform: the four warps' sums in warp order; the padding CTAs have no partial.
   if (rows.dsink_partial != nullptr && m0 < params.seq.seqlen_q) {
     __shared__ float warp_part[kPrepostThreads / 32];
