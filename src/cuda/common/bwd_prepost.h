@@ -222,14 +222,16 @@ __global__ void __launch_bounds__(kPrepostThreads)
   const SeqRows s(params.seq.cu_seqlens_k, params.seq.seqlen_k, static_cast<int>(blockIdx.z));
   const int kv_head = static_cast<int>(blockIdx.y);
   const int n0 = static_cast<int>(blockIdx.x) * kPrepostRows;
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int d0 = 8 * lane;
-  if (d0 >= hd) return;
+  // A row on row_lanes(hd) lanes, as the preprocess: several rows a warp below head dim 256.
+  const int lane = static_cast<int>(threadIdx.x) % 32, lanes = row_lanes(hd);
+  const int slot = static_cast<int>(threadIdx.x) / lanes;  // the thread's row slot in the CTA
+  const int d0 = 8 * (lane % lanes);
+  if (d0 >= hd) return;  // no shuffles below: idle lanes may leave
   const int64_t accum_row = int64_t(g.heads_acc) * hd;
   // kAtomic: one slice, the kv head's. kPartial: the group's query heads, summed in order.
   const int first = g.dkv_mode == DkvMode::kAtomic ? kv_head : kv_head * params.in.kv_group;
   const int count = g.dkv_mode == DkvMode::kAtomic ? 1 : params.in.kv_group;
-  for (int r = n0 + warp; r < n0 + kPrepostRows && r < s.len; r += kPrepostThreads / 32) {
+  for (int r = n0 + slot; r < n0 + kPrepostRows && r < s.len; r += kPrepostThreads / lanes) {
     float dk[8] = {}, dv[8] = {};
     for (int h = first; h < first + count; ++h) {
       const int64_t off = s.offset(params.seq.seqlen_k * accum_row, accum_row, hd, r, h) + d0;
