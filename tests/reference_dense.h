@@ -102,6 +102,7 @@ inline bool textbook_visible(const AttentionConfig& c, int64_t sq, int64_t sk, i
   const int64_t diag = i + (c.causal_align == CausalAlign::kBottomRight ? sk - sq : 0);
   if (c.causal && j > diag) return false;
   if (!c.causal && c.window_right >= 0 && j > diag + c.window_right) return false;
+  if (j < c.sink_tokens) return true;  // StreamingLLM sink tokens: left of the window too
   if (c.window_left >= 0 && j < diag - c.window_left) return false;
   return true;
 }

@@ -160,6 +160,37 @@ TEST(ApiErrors, Sinks) {
   }
 }
 
+// StreamingLLM sink tokens (docs/design/sink-tokens.md): only the float64 reference has them yet.
+TEST(ApiErrors, SinkTokens) {
+  expect_fwd_error([](FwdParams& p, Problem&) { p.sink_tokens = -1; }, kInvalid, "sink_tokens (-1) must be >= 0");
+  const std::string refused = "sink_tokens (StreamingLLM sink tokens) is not supported by impl cpu_flash yet: "
+                              "impl reference serves it";
+  expect_fwd_error(
+      [](FwdParams& p, Problem&) {
+        p.impl = Impl::kCpuFlash;
+        p.sink_tokens = 2;
+        p.window_left = 1;
+      },
+      kUnsupported, refused);
+  expect_bwd_error(
+      [](BwdParams& p, Problem&) {
+        p.impl = Impl::kCpuFlash;
+        p.sink_tokens = 2;
+        p.window_left = 1;
+      },
+      kUnsupported, refused);
+  // impl auto on the CPU: cpu_flash refuses, the reference serves.
+  Problem pb(small_spec());
+  FwdParams f = pb.fwd_params(Impl::kAuto);
+  f.sink_tokens = 2;
+  f.window_left = 1;
+  EXPECT_TRUE(attention_forward(f).ok()) << attention_forward(f).to_string();
+  BwdParams b = pb.bwd_params(Impl::kAuto);
+  b.sink_tokens = 2;
+  b.window_left = 1;
+  EXPECT_TRUE(attention_backward(b).ok()) << attention_backward(b).to_string();
+}
+
 TEST(ApiErrors, Alignment) {
   expect_fwd_error([](FwdParams& p, Problem&) { p.q.ptr = static_cast<const char*>(p.q.ptr) + 2; }, kInvalid,
                    "q is not aligned to its element size (4 bytes)");
@@ -294,4 +325,17 @@ TEST(Api, Flops) {
   s.window_left = 1;  // each row sees itself and one key to the left (the first row only itself)
   Problem win(s);
   EXPECT_EQ(win.flops().visible_pairs, 15);
+}
+
+TEST(Api, FlopsCountSinkTokens) {
+  ProblemSpec s = small_spec();
+  s.seqlen_q = s.seqlen_k = 8;
+  s.heads_q = s.heads_kv = 1;
+  s.batch = 1;
+  s.causal = true;
+  s.window_left = 1;
+  Problem pb(s);
+  FwdParams p = pb.fwd_params(Impl::kReference);
+  p.sink_tokens = 1;  // rows 2..7 also see key 0, left of their window: 15 + 6 pairs
+  EXPECT_EQ(attention_flops(p).visible_pairs, 21);
 }

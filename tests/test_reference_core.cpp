@@ -81,6 +81,7 @@ struct MaskCase {
   CausalAlign align;
   int64_t left, right, sq, sk;
   std::vector<std::string> want;
+  int64_t sinks = 0;  // StreamingLLM sink tokens
 };
 
 TEST(CoreMask, CausalAlignmentsAndWindowsMatchHandWrittenPatterns) {
@@ -96,6 +97,13 @@ TEST(CoreMask, CausalAlignmentsAndWindowsMatchHandWrittenPatterns) {
       {true, TL, 1, -1, 3, 6, {"100000", "110000", "011000"}},
       {false, TL, 0, -1, 4, 2, {"11", "01", "00", "00"}},  // left window past the last key
       {false, BR, -1, -1, 3, 2, {"11", "11", "11"}},       // no mask at all
+      // sink tokens: the first keys left of the window, never right of the row's bound
+      {true, BR, 1, -1, 6, 6, {"100000", "110000", "111000", "111100", "110110", "110011"}, 2},
+      {true, BR, 0, -1, 3, 6, {"100100", "100010", "100001"}, 1},
+      {true, BR, 1, -1, 4, 2, {"00", "00", "10", "11"}, 2},  // rows that see nothing still see nothing
+      {false, TL, 0, 0, 3, 5, {"10000", "11000", "10100"}, 1},
+      {true, TL, 1, -1, 3, 4, {"1000", "1100", "1110"}, 3},  // sinks past the diagonal stay hidden
+      {false, BR, -1, -1, 2, 3, {"111", "111"}, 2},          // no left window: nothing changes
   };
   for (const MaskCase& mc : cases) {
     AttentionConfig c = config(1, 1, 3, 0.8);
@@ -103,11 +111,13 @@ TEST(CoreMask, CausalAlignmentsAndWindowsMatchHandWrittenPatterns) {
     c.causal_align = mc.align;
     c.window_left = mc.left;
     c.window_right = mc.right;
+    c.sink_tokens = mc.sinks;
     const Dense x = random_dense(1, 1, mc.sq, mc.sk, 3, 3);
     Vec out, lse, P;
     dense_forward(c, 0, x, &out, &lse, &P);
     EXPECT_EQ(pattern(P, mc.sq, mc.sk), mc.want) << "causal " << mc.causal << " align " << int(mc.align)
-                                                 << " window (" << mc.left << "," << mc.right << ")";
+                                                 << " window (" << mc.left << "," << mc.right << ") sinks "
+                                                 << mc.sinks;
     for (int64_t i = 0; i < mc.sq; ++i) {
       const bool empty = mc.want[i].find('1') == std::string::npos;
       EXPECT_EQ(std::isinf(lse[i]) && lse[i] < 0, empty) << "row " << i;
@@ -119,6 +129,39 @@ TEST(CoreMask, CausalAlignmentsAndWindowsMatchHandWrittenPatterns) {
       }
     }
   }
+}
+
+// mask.h's interval arithmetic (visible_keys, sink_keys, key_visible, visible_pairs: the FLOP
+// count) against the textbook predicate, element by element, over windows, both alignments,
+// seqlen_q <> seqlen_k and sink tokens up to past the last key.
+TEST(CoreMask, IntervalsAndPairCountMatchTheTextbook) {
+  int n = 0;
+  for (int causal = 0; causal < 3; ++causal)
+    for (int64_t left : {int64_t(-1), int64_t(0), int64_t(2)})
+      for (int64_t right : {int64_t(-1), int64_t(0), int64_t(1)})
+        for (int64_t sinks : {int64_t(0), int64_t(1), int64_t(3), int64_t(9)})
+          for (auto [sq, sk] : {std::pair<int64_t, int64_t>{4, 2}, {2, 4}, {6, 6}, {7, 3}}) {
+            AttentionConfig c = config(1, 1, 2, 1.0);
+            c.causal = causal > 0;
+            c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
+            c.window_left = left;
+            c.window_right = right;
+            c.sink_tokens = sinks;
+            const flashlab::RowMask m = flashlab::make_row_mask(c, sq, sk);
+            int64_t pairs = 0;
+            for (int64_t i = 0; i < sq; ++i)
+              for (int64_t j = 0; j < sk; ++j) {
+                const bool want = textbook_visible(c, sq, sk, i, j);
+                pairs += want ? 1 : 0;
+                ASSERT_EQ(flashlab::key_visible(m, i, j), want)
+                    << "row " << i << " key " << j << " causal " << causal << " window (" << left << "," << right
+                    << ") sinks " << sinks << " sq " << sq << " sk " << sk;
+              }
+            EXPECT_EQ(flashlab::visible_pairs(m), pairs) << "causal " << causal << " window (" << left << ","
+                                                         << right << ") sinks " << sinks << " sq " << sq << " sk " << sk;
+            ++n;
+          }
+  EXPECT_EQ(n, 432);  // 3 masks x 3 x 3 windows x 4 sink counts x 4 shapes
 }
 
 TEST(CoreScores, SoftcapThenAlibiThenMask) {
@@ -154,8 +197,11 @@ TEST(CoreForward, MatchesTextbookOverFeatureCombinations) {
     for (int win = 0; win < 3; ++win)
       for (float cap : {0.0f, 1.5f})
         for (bool alibi : {false, true})
-          for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 9}, {9, 5}, {1, 1}}) {
+          for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 9}, {9, 5}, {1, 1}})
+            for (int64_t sinks : {int64_t(0), int64_t(2)}) {
+            if (sinks > 0 && win == 0) continue;  // without a left window sink tokens change nothing
             AttentionConfig c = config(4, 2, 6, 0.6);
+            c.sink_tokens = sinks;
             c.causal = causal > 0;
             c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
             c.window_left = win == 1 ? 2 : win == 2 ? 0 : -1;
@@ -194,8 +240,11 @@ TEST(CoreBackward, MatchesFiniteDifferencesForEveryFeature) {
       for (float cap : {0.0f, 1.5f})
         for (bool alibi : {false, true})
           for (float p : {0.0f, 0.4f})
-            for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 7}, {7, 5}}) {
+            for (auto [sq, sk] : {std::pair<int64_t, int64_t>{5, 7}, {7, 5}})
+              for (int64_t sinks : {int64_t(0), int64_t(2)}) {
+              if (sinks > 0 && win == 0) continue;  // without a left window sink tokens change nothing
               AttentionConfig c = config(4, 2, 4, 0.7);
+              c.sink_tokens = sinks;
               c.causal = causal > 0;
               c.causal_align = causal == 2 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
               c.window_left = win == 1 ? 2 : win == 2 ? 1 : -1;
@@ -226,7 +275,7 @@ TEST(CoreBackward, MatchesFiniteDifferencesForEveryFeature) {
                 worst = std::max(worst, err);
                 EXPECT_LT(err, 1e-6) << "case " << n << " tensor " << "qkv"[t] << " causal " << causal
                                      << " win " << win << " cap " << cap << " alibi " << alibi << " p " << p
-                                     << " sq " << sq << " sk " << sk;
+                                     << " sq " << sq << " sk " << sk << " sinks " << sinks;
               }
             }
   std::printf("  [finite differences] %d cases, worst relative L2 error %.2e\n", n, worst);

@@ -1,8 +1,10 @@
 // flashlab/mask.h — which keys a query row sees, and how scores are modified. Host and device.
 //
 // Causal masking and the sliding window are both interval constraints on the key index, so every
-// query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). All backends use
-// these functions, so they cannot disagree on the mask.
+// query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). StreamingLLM sink
+// tokens add a second range before it, [0, sink_keys(m, i)) (docs/design/sink-tokens.md; only the
+// float64 reference uses it yet). All backends use these functions, so they cannot disagree on
+// the mask.
 #pragma once
 
 #include <cmath>
@@ -20,6 +22,7 @@ struct RowMask {
   int64_t shift = 0;   // diagonal offset: seqlen_k - seqlen_q (bottom-right) or 0 (top-left)
   int64_t left = -1;   // keys visible left of the diagonal; -1 = unbounded
   int64_t right = -1;  // keys visible right of the diagonal; -1 = unbounded (causal: 0)
+  int64_t sink = 0;    // the first `sink` keys: visible left of the window (StreamingLLM)
 };
 
 FLASHLAB_HD RowMask make_row_mask(const AttentionConfig& c, int64_t seqlen_q, int64_t seqlen_k) {
@@ -30,6 +33,7 @@ FLASHLAB_HD RowMask make_row_mask(const AttentionConfig& c, int64_t seqlen_q, in
   m.left = c.window_left;
   m.right = c.window_right;
   if (c.causal) m.right = 0;  // causal == no key right of the diagonal (window_right is ignored)
+  m.sink = c.sink_tokens;
   return m;
 }
 
@@ -43,10 +47,21 @@ FLASHLAB_HD void visible_keys(const RowMask& m, int64_t i, int64_t* lo, int64_t*
   *hi = b;
 }
 
+// Sink tokens of query row i: keys [0, s) visible besides [lo, hi], with s = min(sink, lo, hi + 1)
+// (left of the window only, never right of the row's right bound). 0 without sink tokens.
+FLASHLAB_HD int64_t sink_keys(const RowMask& m, int64_t i) {
+  if (m.sink <= 0) return 0;
+  int64_t lo, hi;
+  visible_keys(m, i, &lo, &hi);
+  int64_t s = m.sink < lo ? m.sink : lo;
+  if (hi + 1 < s) s = hi + 1;
+  return s > 0 ? s : 0;
+}
+
 FLASHLAB_HD bool key_visible(const RowMask& m, int64_t i, int64_t j) {
   int64_t lo, hi;
   visible_keys(m, i, &lo, &hi);
-  return j >= lo && j <= hi;
+  return (j >= lo && j <= hi) || (j >= 0 && j < sink_keys(m, i));
 }
 
 // Number of visible (query, key) pairs: the mask-aware work count used by flops().
@@ -56,6 +71,7 @@ FLASHLAB_HD int64_t visible_pairs(const RowMask& m) {
     int64_t lo, hi;
     visible_keys(m, i, &lo, &hi);
     if (hi >= lo) n += hi - lo + 1;
+    n += sink_keys(m, i);
   }
   return n;
 }

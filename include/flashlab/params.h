@@ -104,6 +104,10 @@ struct AttentionConfig {
   // causal is the same as window_right = 0.
   int64_t window_left = -1;
   int64_t window_right = -1;
+  // StreamingLLM sink tokens: the first sink_tokens keys stay visible to every row whose right
+  // bound reaches them, left of its window too (0 = off; docs/design/sink-tokens.md). Query i
+  // sees key j < sink_tokens iff j <= i + shift + right bound. Only impl reference has them yet.
+  int64_t sink_tokens = 0;
 
   // --- dropout on the attention probabilities (training). Keep-mask from Philox-4x32-10, keyed
   // as docs/dropout.md describes, so every backend draws the same mask for the same seed/offset.

@@ -145,6 +145,15 @@ bool available(const Backend& b) {
   return b.device == Device::kCPU || cuda_device_count() > 0;
 }
 
+// The backend's own rule, then the features only some backends have yet.
+Status backend_supports(const Backend& b, const AttentionConfig& c, bool backward) {
+  FLASHLAB_RETURN_IF_ERROR(b.supports(c, backward, b.name()));
+  if (c.sink_tokens > 0 && b.impl != Impl::kReference)  // docs/design/sink-tokens.md: reference first
+    return Status::Unsupported(std::string("sink_tokens (StreamingLLM sink tokens) is not supported by impl ") +
+                               b.name() + " yet: impl reference serves it");
+  return Status::Ok();
+}
+
 const Backend* find_backend(Impl impl) {
   for (const Backend& b : kBackends)
     if (b.impl == impl) return &b;
@@ -164,7 +173,7 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
     int refused = 0;
     for (const Backend& b : kBackends) {
       if (b.device != c.device || b.experimental || !available(b)) continue;
-      Status st = b.supports(c, backward, b.name());
+      Status st = backend_supports(b, c, backward);
       if (st.ok() && fwd != nullptr && b.forward_accepts != nullptr) st = b.forward_accepts(*fwd);
       if (st.ok() && bwd != nullptr && b.backward_accepts != nullptr) st = b.backward_accepts(*bwd);
       if (st.ok()) {
@@ -185,7 +194,7 @@ Status select(const AttentionConfig& c, bool backward, const Backend** out, cons
   }
   if (!available(*b))
     return Status::Unsupported(std::string("impl ") + b->name() + ": no CUDA device is available");
-  FLASHLAB_RETURN_IF_ERROR(b->supports(c, backward, b->name()));
+  FLASHLAB_RETURN_IF_ERROR(backend_supports(*b, c, backward));
   if (fwd != nullptr && b->forward_accepts != nullptr) FLASHLAB_RETURN_IF_ERROR(b->forward_accepts(*fwd));
   if (bwd != nullptr && b->backward_accepts != nullptr) FLASHLAB_RETURN_IF_ERROR(b->backward_accepts(*bwd));
   *out = b;

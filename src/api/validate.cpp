@@ -120,6 +120,7 @@ Status validate_config(const AttentionConfig& c) {
     return invalid(cat("softcap (", c.softcap, ") must be finite and >= 0 (0 disables it)"));
   if (c.causal_align != CausalAlign::kBottomRight && c.causal_align != CausalAlign::kTopLeft)
     return invalid(cat("causal_align (", static_cast<int>(c.causal_align), ") is not a CausalAlign"));
+  if (c.sink_tokens < 0) return invalid(cat("sink_tokens (", c.sink_tokens, ") must be >= 0 (0 = off)"));
   if (c.window_left < -1) return invalid(cat("window_left (", c.window_left, ") must be >= -1 (-1 = unbounded)"));
   if (c.window_right < -1) return invalid(cat("window_right (", c.window_right, ") must be >= -1 (-1 = unbounded)"));
   if (!(c.dropout_p >= 0.0f && c.dropout_p < 1.0f))

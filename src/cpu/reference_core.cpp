@@ -1,8 +1,8 @@
 // src/cpu/reference_core.cpp — the float64 core of the reference backend (see reference_core.h).
 //
-// Loops run over each row's visible key interval [lo, hi] from mask.h, so the work is mask-aware,
-// but nothing is tiled or fused: S and P are materialized in full, which is the point of a
-// reference (and what the benchmark's peak-memory column shows).
+// Loops run over each row's visible keys ([lo, hi] from mask.h, and sink tokens [0, s)), so the
+// work is mask-aware, but nothing is tiled or fused: S and P are materialized in full, which is
+// the point of a reference (and what the benchmark's peak-memory column shows).
 #include "cpu/reference_core.h"
 
 #include <algorithm>
@@ -76,12 +76,14 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
     double* o_i = out + i * D;  // (D)
     int64_t lo, hi;
     visible_keys(pb.mask, i, &lo, &hi);
+    const int64_t sinks = sink_keys(pb.mask, i);  // keys [0, sinks) too (StreamingLLM sink tokens)
+    auto hidden = [&](int64_t j) { return (j < lo || j > hi) && j >= sinks; };
 
-    // S_i = modify(scale · q_i · Kᵀ), -inf outside [lo, hi]; m = the row max for a stable softmax
+    // S_i = modify(scale · q_i · Kᵀ), -inf where hidden; m = the row max for a stable softmax
     // (the sink counts as one more score: -inf when there is none).
     double m = pb.sink;
     for (int64_t j = 0; j < Sk; ++j) {
-      if (j < lo || j > hi) {
+      if (hidden(j)) {
         s_i[j] = kNegInf;
         continue;
       }
@@ -90,7 +92,7 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
       m = std::max(m, s_i[j]);
     }
     std::fill(o_i, o_i + D, 0.0);
-    if (hi < lo) {  // no visible key: O = 0, LSE = sink (-inf without), and P = 0: no gradient to q, k, v
+    if (hi < lo && sinks == 0) {  // no visible key: O = 0, LSE = sink (-inf without), and P = 0: no gradient to q, k, v
       std::fill(p_i, p_i + Sk, 0.0);
       if (lse) lse[i] = pb.sink;
       continue;
@@ -99,15 +101,16 @@ void core_forward(const CoreProblem& pb, const double* q, const double* k, const
     // P_i = exp(S_i - m) / l with l = exp(sink - m) + Σ exp(S_i - m) >= 1 (the max term is 1).
     double l = pb.sink == kNegInf ? 0.0 : std::exp(pb.sink - m);
     for (int64_t j = 0; j < Sk; ++j) {
-      p_i[j] = (j < lo || j > hi) ? 0.0 : std::exp(s_i[j] - m);
+      p_i[j] = hidden(j) ? 0.0 : std::exp(s_i[j] - m);
       l += p_i[j];
     }
-    for (int64_t j = lo; j <= hi; ++j) p_i[j] /= l;
+    for (int64_t j = 0; j < Sk; ++j) p_i[j] /= l;  // 0 where hidden
     if (lse) lse[i] = m + std::log(l);
 
     // O_i = Σ_j P_ij Z_ij v_j: dropout scales the kept probabilities and zeroes the rest, but the
     // LSE above stays that of the undropped softmax (what the backward pass and kernels expect).
-    for (int64_t j = lo; j <= hi; ++j) {
+    for (int64_t j = 0; j < Sk; ++j) {
+      if (hidden(j)) continue;
       const double w = p_i[j] * dropout_factor(pb, i, j);
       if (w != 0.0) axpy(o_i, w, v + j * D, D);
     }
@@ -128,11 +131,13 @@ void core_backward(const CoreProblem& pb, const double* q, const double* k, cons
     std::fill(dq_i, dq_i + D, 0.0);
     int64_t lo, hi;
     visible_keys(pb.mask, i, &lo, &hi);
-    if (hi < lo) continue;  // a row that sees nothing has out = 0 whatever q is: dq = 0
+    const int64_t sinks = sink_keys(pb.mask, i);  // keys [0, sinks) too (StreamingLLM sink tokens)
+    if (hi < lo && sinks == 0) continue;  // a row that sees nothing has out = 0 whatever q is: dq = 0
 
     // D_i = rowsum(dO ∘ O) = Σ_j P_ij dP_ij: the softmax Jacobian's correction term.
     const double D_i = dot(do_i, out + i * D, D);
-    for (int64_t j = lo; j <= hi; ++j) {
+    for (int64_t j = 0; j < Sk; ++j) {
+      if ((j < lo || j > hi) && j >= sinks) continue;
       const double* k_j = k + j * D;
       const double* v_j = v + j * D;
       const double z = dropout_factor(pb, i, j);  // the same mask as the forward pass
