@@ -160,35 +160,27 @@ TEST(ApiErrors, Sinks) {
   }
 }
 
-// StreamingLLM sink tokens (docs/design/sink-tokens.md): only the float64 reference has them yet.
+// StreamingLLM sink tokens (docs/design/sink-tokens.md): the CPU backends have them (the CUDA
+// ones refuse: tests/gpu); impl auto on the CPU runs cpu_flash.
 TEST(ApiErrors, SinkTokens) {
   expect_fwd_error([](FwdParams& p, Problem&) { p.sink_tokens = -1; }, kInvalid, "sink_tokens (-1) must be >= 0");
-  const std::string refused = "sink_tokens (StreamingLLM sink tokens) is not supported by impl cpu_flash yet: "
-                              "impl reference serves it";
-  expect_fwd_error(
-      [](FwdParams& p, Problem&) {
-        p.impl = Impl::kCpuFlash;
-        p.sink_tokens = 2;
-        p.window_left = 1;
-      },
-      kUnsupported, refused);
-  expect_bwd_error(
-      [](BwdParams& p, Problem&) {
-        p.impl = Impl::kCpuFlash;
-        p.sink_tokens = 2;
-        p.window_left = 1;
-      },
-      kUnsupported, refused);
-  // impl auto on the CPU: cpu_flash refuses, the reference serves.
+  expect_bwd_error([](BwdParams& p, Problem&) { p.sink_tokens = -1; }, kInvalid, "sink_tokens (-1) must be >= 0");
   Problem pb(small_spec());
+  for (Impl impl : {Impl::kAuto, Impl::kCpuFlash, Impl::kReference}) {
+    FwdParams f = pb.fwd_params(impl);
+    f.sink_tokens = 2;
+    f.window_left = 1;
+    EXPECT_TRUE(attention_forward(f).ok()) << to_string(impl) << ": " << attention_forward(f).to_string();
+    BwdParams b = pb.bwd_params(impl);
+    b.sink_tokens = 2;
+    b.window_left = 1;
+    EXPECT_TRUE(attention_backward(b).ok()) << to_string(impl) << ": " << attention_backward(b).to_string();
+  }
   FwdParams f = pb.fwd_params(Impl::kAuto);
   f.sink_tokens = 2;
-  f.window_left = 1;
-  EXPECT_TRUE(attention_forward(f).ok()) << attention_forward(f).to_string();
-  BwdParams b = pb.bwd_params(Impl::kAuto);
-  b.sink_tokens = 2;
-  b.window_left = 1;
-  EXPECT_TRUE(attention_backward(b).ok()) << attention_backward(b).to_string();
+  Impl chosen = Impl::kAuto;
+  ASSERT_TRUE(resolve_impl(f, &chosen).ok());
+  EXPECT_EQ(chosen, Impl::kCpuFlash);
 }
 
 TEST(ApiErrors, Alignment) {

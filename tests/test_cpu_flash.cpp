@@ -540,6 +540,92 @@ TEST(SweepSelfCheck, ToleranceCatchesASmallBug) {
 }
 
 // =============================================================================================
+// StreamingLLM sink tokens (docs/design/sink-tokens.md): the key-block walk, then cpu_flash's
+// forward and backward against the float64 results, as the sweep checks them.
+// =============================================================================================
+
+// Every key of [0, sinks) ∪ [jlo, jhi] is visited exactly once, in blocks of 1..kBlockK keys in
+// increasing order, and no other key is; over every placement of the two ranges around the block
+// edges (meeting, overlapping, apart, either empty).
+TEST(SinkTokens, KeyBlocksVisitTheUnionOnce) {
+  namespace flash = flashlab::detail::flash;
+  constexpr int64_t kB = flash::kBlockK;
+  const int64_t edges[] = {0, 1, kB - 1, kB, kB + 1, 2 * kB - 1, 2 * kB, 2 * kB + 3, 3 * kB + 5};
+  int64_t cases = 0;
+  for (int64_t sinks : edges)
+    for (int64_t lo : edges)
+      for (int64_t hi : edges) {  // hi < lo: no row's window holds a key
+        SCOPED_TRACE(::testing::Message() << "sinks " << sinks << " window [" << lo << ", " << hi << "]");
+        std::vector<int> seen(static_cast<size_t>(4 * kB + 8), 0);
+        const flash::KeyBlocks blocks(lo, hi, sinks);
+        int64_t last_end = 0;
+        for (flash::KeyBlocks::Block b = blocks.first(); b.nk > 0; b = blocks.next(b)) {
+          ASSERT_LE(b.nk, kB);
+          ASSERT_GE(b.j0, last_end) << "blocks out of order or overlapping";
+          last_end = b.j0 + b.nk;
+          for (int64_t j = b.j0; j < b.j0 + b.nk; ++j) ++seen[static_cast<size_t>(j)];
+        }
+        for (int64_t j = 0; j < static_cast<int64_t>(seen.size()); ++j)
+          ASSERT_EQ(seen[static_cast<size_t>(j)], j < sinks || (j >= lo && j <= hi) ? 1 : 0) << "key " << j;
+        ++cases;
+      }
+  EXPECT_EQ(cases, 9 * 9 * 9);
+}
+
+// The mask shapes, each with sink_tokens 0, 1, 4 and 70 (more than the windows, and more than one
+// 64-key block), in every dtype, on fresh random inputs. The windows reach the sinks for the first
+// rows and not for the later ones.
+TEST(SinkTokens, CpuFlashMatchesTheReference) {
+  struct Shape {
+    const char* name;
+    void (*apply)(ft::ProblemSpec&);
+  };
+  const Shape shapes[] = {
+      {"causal_br_window", [](ft::ProblemSpec& s) { s.causal = true, s.window_left = 40; }},
+      {"causal_br_window_reaching", [](ft::ProblemSpec& s) { s.causal = true, s.window_left = 150; }},
+      {"causal_tl_sq_lt_sk",
+       [](ft::ProblemSpec& s) {
+         s.causal = true, s.causal_align = CausalAlign::kTopLeft, s.seqlen_q = 113, s.window_left = 3;
+       }},
+      {"causal_br_sq_lt_sk", [](ft::ProblemSpec& s) { s.causal = true, s.seqlen_q = 17, s.window_left = 16; }},
+      {"causal_tl_sq_gt_sk",  // rows past the last key: an empty window, and still the sinks
+       [](ft::ProblemSpec& s) {
+         s.causal = true, s.causal_align = CausalAlign::kTopLeft, s.seqlen_k = 113, s.window_left = 10;
+       }},
+      {"causal_br_sq_gt_sk",  // the first rows see nothing, sinks included
+       [](ft::ProblemSpec& s) { s.causal = true, s.seqlen_k = 113, s.window_left = 10; }},
+      {"diagonal_only", [](ft::ProblemSpec& s) { s.causal = true, s.window_left = 0; }},
+      {"two_sided_window", [](ft::ProblemSpec& s) { s.window_left = 5, s.window_right = 9, s.seqlen_q = 150; }},
+      {"left_window_only", [](ft::ProblemSpec& s) { s.window_left = 30, s.causal_align = CausalAlign::kTopLeft; }},
+      {"no_left_window", [](ft::ProblemSpec& s) { s.causal = true; }},  // sink tokens change nothing
+      {"varlen_shorter_than_sinks",
+       [](ft::ProblemSpec& s) {
+         s.lens_q = {17, 0, 2, 113, 40, 3};
+         s.lens_k = {3, 5, 0, 130, 1, 90};
+         s.causal = true, s.window_left = 8;
+       }},
+      {"gqa_softcap_alibi_dropout_sinks",
+       [](ft::ProblemSpec& s) {
+         s.heads_q = 8, s.heads_kv = 2, s.softcap = 5.0f, s.alibi = s.sinks = s.causal = true;
+         s.dropout_p = 0.1f, s.window_left = 20, s.seqlen_q = 150;
+       }},
+  };
+  std::mt19937_64 rng(20261127);
+  for (const Shape& shape : shapes)
+    for (int64_t sink_tokens : {0, 1, 4, 70})
+      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+        ft::ProblemSpec s;
+        s.dtype = dt, s.batch = 2, s.seqlen_q = s.seqlen_k = 203, s.heads_q = 2, s.heads_kv = 1;
+        s.head_dim = pick(rng, {16, 64, 72});
+        s.data_seed = rng(), s.dropout_seed = rng();
+        shape.apply(s);
+        s.sink_tokens = sink_tokens;
+        SCOPED_TRACE(shape.name);
+        check_problem(s);
+      }
+}
+
+// =============================================================================================
 // Bitwise properties
 // =============================================================================================
 
@@ -549,6 +635,7 @@ ft::ProblemSpec property_spec() {
   ft::ProblemSpec s;
   s.dtype = DType::kBFloat16, s.batch = 2, s.seqlen_q = 203, s.seqlen_k = 150, s.heads_q = 4, s.heads_kv = 2;
   s.head_dim = 72, s.causal = true, s.dropout_p = 0.2f, s.alibi = true, s.row_pad = 5, s.sinks = true;
+  s.window_left = 90, s.sink_tokens = 5;  // StreamingLLM sink tokens left of the window of the last rows
   return s;
 }
 

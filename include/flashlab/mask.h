@@ -2,9 +2,9 @@
 //
 // Causal masking and the sliding window are both interval constraints on the key index, so every
 // query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). StreamingLLM sink
-// tokens add a second range before it, [0, sink_keys(m, i)) (docs/design/sink-tokens.md; only the
-// float64 reference uses it yet). All backends use these functions, so they cannot disagree on
-// the mask.
+// tokens add a second range before it, [0, sink_keys(m, i)) (docs/design/sink-tokens.md; the CPU
+// backends use it, the CUDA ones refuse sink tokens yet). All backends use these functions, so
+// they cannot disagree on the mask.
 #pragma once
 
 #include <cmath>
@@ -58,10 +58,17 @@ FLASHLAB_HD int64_t sink_keys(const RowMask& m, int64_t i) {
   return s > 0 ? s : 0;
 }
 
+// Whether key j is in a row's visible set [lo, hi] ∪ [0, s), given the row's visible_keys and
+// sink_keys. For callers that keep each row's bounds (cpu_flash's tiles hold them as int32).
+template <typename I>
+FLASHLAB_HD bool in_visible_set(I j, I lo, I hi, I s) {
+  return (j >= lo && j <= hi) || (j >= 0 && j < s);
+}
+
 FLASHLAB_HD bool key_visible(const RowMask& m, int64_t i, int64_t j) {
   int64_t lo, hi;
   visible_keys(m, i, &lo, &hi);
-  return (j >= lo && j <= hi) || (j >= 0 && j < sink_keys(m, i));
+  return in_visible_set(j, lo, hi, sink_keys(m, i));
 }
 
 // Number of visible (query, key) pairs: the mask-aware work count used by flops().

@@ -148,9 +148,10 @@ bool available(const Backend& b) {
 // The backend's own rule, then the features only some backends have yet.
 Status backend_supports(const Backend& b, const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(b.supports(c, backward, b.name()));
-  if (c.sink_tokens > 0 && b.impl != Impl::kReference)  // docs/design/sink-tokens.md: reference first
+  // docs/design/sink-tokens.md: the CPU backends have them, the CUDA ones not yet.
+  if (c.sink_tokens > 0 && b.impl != Impl::kReference && b.impl != Impl::kCpuFlash)
     return Status::Unsupported(std::string("sink_tokens (StreamingLLM sink tokens) is not supported by impl ") +
-                               b.name() + " yet: impl reference serves it");
+                               b.name() + " yet: impl cpu_flash and reference (on the cpu) serve it");
   return Status::Ok();
 }
 

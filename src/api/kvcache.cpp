@@ -75,6 +75,8 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   c.seqlen_k = kv::capacity(p);
   if (!attend && c.seqlen_q < 1) c.seqlen_q = 1;
   FLASHLAB_RETURN_IF_ERROR(validate_config(c));
+  if (p.sink_tokens > 0)  // docs/design/sink-tokens.md: the training path first
+    return Status::Unsupported("sink_tokens (StreamingLLM sink tokens) is not supported on the KV-cache path yet");
 
   if (p.cache_dtype != p.dtype)
     return invalid("cache_dtype (", to_string(p.cache_dtype), ") must equal dtype (", to_string(p.dtype),

@@ -2,7 +2,8 @@
 //
 // Work item (the "tile scheduler"): one sequence b, one query head h, one block of kBlockQ query
 // rows. Items are independent, so OpenMP hands them out dynamically and the result does not depend
-// on the thread count. Per item, for each block of kBlockK visible keys:
+// on the thread count. Per item, for each block of kBlockK visible keys (flash::KeyBlocks: the
+// rows' window, and before it StreamingLLM's sink keys when they lie left of it):
 //
 //   Sᵀ = K·Qᵀ                       (keys x queries; Qᵀ is transposed once per item)
 //   Sᵀ = mask(modify(Sᵀ)) · log2 e  (softcap, ALiBi, causal/window; log2 units for exp2)
@@ -50,8 +51,9 @@ struct FwdTiles {
   float* alpha;     // (kBlockQ)          rescale of the previous O and l
   int32_t* lo;      // (kBlockQ)          visible keys [lo, hi] per query row
   int32_t* hi;      // (kBlockQ)
+  int32_t* sink;    // (kBlockQ)          and sink keys [0, sink) (StreamingLLM sink tokens)
 
-  static int64_t floats(int64_t dp) { return 2 * dp * kBlockQ + 2 * kBlockK * dp + kBlockK * kBlockQ + 5 * kBlockQ; }
+  static int64_t floats(int64_t dp) { return 2 * dp * kBlockQ + 2 * kBlockK * dp + kBlockK * kBlockQ + 6 * kBlockQ; }
   static FwdTiles carve(float* p, int64_t dp) {
     FwdTiles t;
     t.qt = p, p += dp * kBlockQ;
@@ -63,7 +65,8 @@ struct FwdTiles {
     t.l = p, p += kBlockQ;
     t.alpha = p, p += kBlockQ;
     t.lo = reinterpret_cast<int32_t*>(p), p += kBlockQ;
-    t.hi = reinterpret_cast<int32_t*>(p);
+    t.hi = reinterpret_cast<int32_t*>(p), p += kBlockQ;
+    t.sink = reinterpret_cast<int32_t*>(p);
     return t;
   }
 };
@@ -114,15 +117,17 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
   int64_t jlo, jhi;
   flash::row_intervals(mod.mask, i0, nq, t.lo, t.hi, &jlo, &jhi);
   for (int64_t r = nq; r < nq_pad; ++r) t.lo[r] = 1, t.hi[r] = 0;  // padding rows see nothing
+  const int32_t* sink = mod.mask.sink > 0 ? t.sink : nullptr;  // StreamingLLM sink tokens
+  const flash::KeyBlocks blocks(jlo, jhi, sink ? flash::row_sinks(mod.mask, i0, nq, t.sink) : 0);
 
   const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
   const flash::HeadRows k = flash::head_rows(p, p.k, sb, false, b, kvh);
   const flash::HeadRows v = flash::head_rows(p, p.v, sb, false, b, kvh);
   // Request Q and the first K/V block together, so their misses overlap (see prefetch_rows).
   flash::prefetch_rows(q.from(i0), nq, d);
-  if (jlo <= jhi) {
-    flash::prefetch_rows(k.from(jlo), std::min(kBlockK, jhi + 1 - jlo), d);
-    flash::prefetch_rows(v.from(jlo), std::min(kBlockK, jhi + 1 - jlo), d);
+  if (const flash::KeyBlocks::Block b = blocks.first(); b.nk > 0) {
+    flash::prefetch_rows(k.from(b.j0), b.nk, d);
+    flash::prefetch_rows(v.from(b.j0), b.nk, d);
   }
 
   // Plain scores: fold softmax_scale and log2 e into Q once, so Sᵀ comes out ready for exp2.
@@ -134,19 +139,19 @@ void forward_item(const FwdParams& p, int64_t b, int64_t h, int64_t i0, const Fw
   std::fill(t.l, t.l + nq_pad, sink2 == simd::kNegInf ? 0.0f : 1.0f);
 
   bool first = true;
-  for (int64_t j0 = jlo; j0 <= jhi; j0 += kBlockK) {
-    const int64_t nk = std::min(kBlockK, jhi + 1 - j0);
+  for (flash::KeyBlocks::Block kb = blocks.first(); kb.nk > 0; kb = blocks.next(kb)) {
+    const int64_t j0 = kb.j0, nk = kb.nk;
     flash::load_tile(p.dtype, k.from(j0), nk, d, 1.0f, t.k, dp, nk);
     flash::load_tile(p.dtype, v.from(j0), nk, d, 1.0f, t.v, dp, nk);
-    if (j0 + kBlockK <= jhi) {  // the next K/V block arrives while this one is computed
-      const int64_t next = std::min(kBlockK, jhi + 1 - (j0 + kBlockK));
-      flash::prefetch_rows(k.from(j0 + kBlockK), next, d);
-      flash::prefetch_rows(v.from(j0 + kBlockK), next, d);
+    if (const flash::KeyBlocks::Block next = blocks.next(kb); next.nk > 0) {
+      // the next K/V block arrives while this one is computed
+      flash::prefetch_rows(k.from(next.j0), next.nk, d);
+      flash::prefetch_rows(v.from(next.j0), next.nk, d);
     }
 
     // Sᵀ (nk x nq_pad) = K (nk x d) · Qᵀ (d x nq_pad)
     gemm::matmul<gemm::Init::kZero>(nk, nq_pad, d, t.k, dp, 1, t.qt, kBlockQ, t.st, kBlockQ);
-    flash::finish_scores(flash::ScoreTile{t.st, 1, kBlockQ, i0, j0, nq, nk}, mod, t.lo, t.hi, nullptr);
+    flash::finish_scores(flash::ScoreTile{t.st, 1, kBlockQ, i0, j0, nq, nk}, mod, t.lo, t.hi, sink, nullptr);
     online_softmax(t.st, nk, nq_pad, t.m, t.l, t.alpha);
     if (drop.on()) dropout_block(t.st, i0, j0, nk, nq, drop);
 

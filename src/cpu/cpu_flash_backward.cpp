@@ -91,8 +91,9 @@ struct Tiles {
   float* dsum;   // (64)      D of the rows of the current query block
   int32_t* lo;   // (64)
   int32_t* hi;   // (64)
+  int32_t* sink; // (64)      sink keys [0, sink) of each query row (StreamingLLM sink tokens)
   static constexpr int64_t kB = kBlockQ > kBlockK ? kBlockQ : kBlockK;
-  static int64_t floats(int64_t dp) { return 6 * dp * kB + 3 * kB * kB + 4 * kB; }
+  static int64_t floats(int64_t dp) { return 6 * dp * kB + 3 * kB * kB + 5 * kB; }
   static Tiles carve(float* p, int64_t dp) {
     Tiles t;
     for (float** f : {&t.tr_a, &t.tr_b, &t.nat_a, &t.nat_b}) *f = p, p += dp * kB;
@@ -101,7 +102,8 @@ struct Tiles {
     t.lse2 = p, p += kB;
     t.dsum = p, p += kB;
     t.lo = reinterpret_cast<int32_t*>(p), p += kB;
-    t.hi = reinterpret_cast<int32_t*>(p);
+    t.hi = reinterpret_cast<int32_t*>(p), p += kB;
+    t.sink = reinterpret_cast<int32_t*>(p);
     return t;
   }
 };
@@ -181,11 +183,15 @@ void dkdv_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_
     float* dcap = p.softcap > 0.0f ? t.dcap : nullptr;
     const flash::HeadRows q = flash::head_rows(p, p.q, sb, true, b, h);
     const flash::HeadRows dout = flash::head_rows(p, p.dout, sb, true, b, h);
+    const int32_t* sink = mod.mask.sink > 0 ? t.sink : nullptr;  // StreamingLLM sink tokens
     for (int64_t i0 = 0; i0 < sb.q_len; i0 += kBlockQ) {
       const int64_t nq = std::min(kBlockQ, sb.q_len - i0);
       int64_t jlo, jhi;
       flash::row_intervals(mod.mask, i0, nq, t.lo, t.hi, &jlo, &jhi);
-      if (jhi < j0 || jlo > j0 + nk - 1) continue;  // no row of this block sees these keys
+      // The transpose of the forward's walk: this key block's rows are those whose window reaches
+      // it, or whose sink keys do (every row whose right bound reaches a key of a sink block).
+      const int64_t sinks = sink ? flash::row_sinks(mod.mask, i0, nq, t.sink) : 0;
+      if ((jhi < j0 || jlo > j0 + nk - 1) && sinks <= j0) continue;  // no row of this block sees these keys
 
       flash::load_tile(p.dtype, q.from(i0), nq, d, 1.0f, t.nat_a, dp, nq);
       flash::load_tile(p.dtype, dout.from(i0), nq, d, 1.0f, t.nat_b, dp, nq);
@@ -201,7 +207,7 @@ void dkdv_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_
 
       // S (nq x nk_pad) = Q·Kᵀ, then scores and P = exp2(S − LSE2) row by row.
       gemm::matmul<Init::kZero>(nq, nk_pad, d, t.nat_a, dp, 1, t.tr_a, ld, t.s, ld);
-      flash::finish_scores(flash::ScoreTile{t.s, ld, 1, i0, j0, nq, nk}, mod, t.lo, t.hi, dcap);
+      flash::finish_scores(flash::ScoreTile{t.s, ld, 1, i0, j0, nq, nk}, mod, t.lo, t.hi, sink, dcap);
       for (int64_t r = 0; r < nq; ++r) {
         const VecF l2 = simd::splat(t.lse2[r]);
         for (int64_t c = 0; c < nk_pad; c += kWidth)
@@ -238,6 +244,8 @@ void dq_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_t 
 
   int64_t jlo, jhi;
   flash::row_intervals(mod.mask, i0, nq, t.lo, t.hi, &jlo, &jhi);
+  const int32_t* sink = mod.mask.sink > 0 ? t.sink : nullptr;  // StreamingLLM sink tokens
+  const flash::KeyBlocks blocks(jlo, jhi, sink ? flash::row_sinks(mod.mask, i0, nq, t.sink) : 0);
   for (int64_t r = 0; r < nq; ++r) {
     t.lse2[r] = lse_log2(p, sb, b, h, i0 + r);
     t.dsum[r] = dsum[ri(sb, b, h, i0 + r)];
@@ -252,19 +260,19 @@ void dq_item(const BwdParams& p, const RowIndex& ri, const float* dsum, int64_t 
 
   const flash::HeadRows k = flash::head_rows(p, p.k, sb, false, b, kvh);
   const flash::HeadRows v = flash::head_rows(p, p.v, sb, false, b, kvh);
-  for (int64_t j0 = jlo; j0 <= jhi; j0 += kBlockK) {
-    const int64_t nk = std::min(kBlockK, jhi + 1 - j0);
+  for (flash::KeyBlocks::Block kb = blocks.first(); kb.nk > 0; kb = blocks.next(kb)) {
+    const int64_t j0 = kb.j0, nk = kb.nk;
     flash::load_tile(p.dtype, k.from(j0), nk, d, 1.0f, t.nat_a, dp, nk);
     flash::load_tile(p.dtype, v.from(j0), nk, d, 1.0f, t.nat_b, dp, nk);
-    if (j0 + kBlockK <= jhi) {  // the next K/V block arrives while this one is computed
-      const int64_t next = std::min(kBlockK, jhi + 1 - (j0 + kBlockK));
-      flash::prefetch_rows(k.from(j0 + kBlockK), next, d);
-      flash::prefetch_rows(v.from(j0 + kBlockK), next, d);
+    if (const flash::KeyBlocks::Block next = blocks.next(kb); next.nk > 0) {
+      // the next K/V block arrives while this one is computed
+      flash::prefetch_rows(k.from(next.j0), next.nk, d);
+      flash::prefetch_rows(v.from(next.j0), next.nk, d);
     }
 
     // Sᵀ (nk x nq_pad) = K·Qᵀ, scores, Pᵀ = exp2(Sᵀ − LSE2) with LSE2 varying along the row.
     gemm::matmul<Init::kZero>(nk, nq_pad, d, t.nat_a, dp, 1, t.tr_a, ld, t.s, ld);
-    flash::finish_scores(flash::ScoreTile{t.s, 1, ld, i0, j0, nq, nk}, mod, t.lo, t.hi, dcap);
+    flash::finish_scores(flash::ScoreTile{t.s, 1, ld, i0, j0, nq, nk}, mod, t.lo, t.hi, sink, dcap);
     for (int64_t c = 0; c < nk; ++c)
       for (int64_t r = 0; r < nq_pad; r += kWidth)
         simd::store(t.s + c * ld + r, simd::exp2(simd::load(t.s + c * ld + r) - simd::load(t.lse2 + r)));

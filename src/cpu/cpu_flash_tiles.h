@@ -212,6 +212,57 @@ inline void row_intervals(const RowMask& mask, int64_t i0, int64_t n, int32_t* l
   }
 }
 
+// Sink keys of each of n query rows starting at i0: row r also sees keys [0, s[r]) (sink_keys of
+// mask.h, StreamingLLM sink tokens). Returns the largest, 0 when no row has any.
+inline int64_t row_sinks(const RowMask& mask, int64_t i0, int64_t n, int32_t* s) {
+  int64_t most = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t k = sink_keys(mask, i0 + r);
+    s[r] = static_cast<int32_t>(k);
+    most = std::max(most, k);
+  }
+  return most;
+}
+
+// ---- the key blocks that a block of query rows visits, in order
+// Two key ranges: the sink keys [0, sinks) (the largest of row_sinks) and the union of the rows'
+// windows [jlo, jhi] (row_intervals). Each is walked in blocks of up to kBlockK keys from its
+// start. Where the two meet or overlap they are walked as one range [0, max(jhi, sinks - 1)], so
+// no key is visited twice. Without sink tokens (sinks = 0) the walk is [jlo, jhi] alone. Keys of a
+// visited block that a row does not see are masked per element (finish_scores).
+struct KeyBlocks {
+  struct Block {
+    int64_t j0, nk;  // keys [j0, j0 + nk); nk = 0: past the last block
+  };
+  int64_t lo[2] = {0, 0}, hi[2] = {-1, -1};  // range 0 (the sinks), then range 1; inclusive, empty when hi < lo
+
+  KeyBlocks(int64_t jlo, int64_t jhi, int64_t sinks) {
+    lo[1] = jlo, hi[1] = jhi;
+    if (sinks <= 0) return;
+    if (jhi < jlo) {  // no row's window holds a key: the sinks alone
+      lo[1] = 0, hi[1] = sinks - 1;
+    } else if (sinks >= jlo) {  // the ranges meet: one
+      lo[1] = 0, hi[1] = std::max(jhi, sinks - 1);
+    } else {
+      hi[0] = sinks - 1;
+    }
+  }
+  Block first() const {
+    if (hi[0] >= lo[0]) return at(0, lo[0]);
+    return hi[1] >= lo[1] ? at(1, lo[1]) : Block{0, 0};
+  }
+  Block next(const Block& b) const {
+    const int g = b.j0 <= hi[0] ? 0 : 1;  // range 0 ends left of range 1
+    const int64_t j = b.j0 + kBlockK;
+    if (j <= hi[g]) return at(g, j);
+    if (g == 0 && hi[1] >= lo[1]) return at(1, lo[1]);
+    return Block{j, 0};
+  }
+
+ private:
+  Block at(int g, int64_t j0) const { return Block{j0, std::min(kBlockK, hi[g] + 1 - j0)}; }
+};
+
 // ---- dropout keep-mask (philox.h): keep(i, j) for query row i and keys [j0, j0 + n)
 struct Dropout {
   uint32_t threshold = 0;  // 0: off

@@ -19,6 +19,7 @@ std::string ProblemSpec::describe() const {
   os << " hq" << heads_q << " hkv" << heads_kv << " d" << head_dim << " " << to_string(dtype);
   if (causal) os << " causal(" << (causal_align == CausalAlign::kBottomRight ? "br" : "tl") << ")";
   if (window_left >= 0 || window_right >= 0) os << " win(" << window_left << "," << window_right << ")";
+  if (sink_tokens > 0) os << " sink_tokens" << sink_tokens;
   if (softcap > 0) os << " softcap" << softcap;
   if (alibi) os << " alibi";
   if (sinks) os << " sinks";
@@ -147,6 +148,7 @@ void fill_config(const Problem& pb, AttentionConfig& c, Impl impl) {
   c.causal_align = s.causal_align;
   c.window_left = s.window_left;
   c.window_right = s.window_right;
+  c.sink_tokens = s.sink_tokens;
   c.dropout_p = s.dropout_p;
   c.dropout_seed = s.dropout_seed;
   c.dropout_offset = s.dropout_offset;

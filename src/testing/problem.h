@@ -27,6 +27,7 @@ struct ProblemSpec {
   CausalAlign causal_align = CausalAlign::kBottomRight;
   int64_t window_left = -1;
   int64_t window_right = -1;
+  int64_t sink_tokens = 0;     // StreamingLLM sink tokens (not the sink logits below)
   float softcap = 0.0f;
   bool alibi = false;
   bool sinks = false;          // attention sinks: sink_logits per query head, and dsink in backward

@@ -565,6 +565,24 @@ TEST(CudaForward, AutoPicks) {
   EXPECT_TRUE(listed) << "cuda_sm80 is compiled in, verified, and a GPU is present";
 }
 
+// StreamingLLM sink tokens (docs/design/sink-tokens.md) are CPU-only for now: every CUDA
+// implementation, and auto on a CUDA device, refuses them with kUnsupported before anything runs.
+TEST(CudaForward, SinkTokensRefused) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: the refusal comes after the device check";
+  for (Impl impl : {Impl::kAuto, Impl::kCudaSm80, Impl::kCudaSm90}) {
+    AttentionConfig c = sm80_config();
+    c.impl = impl;
+    c.window_left = 16;
+    c.sink_tokens = 4;
+    Impl chosen = Impl::kAuto;
+    const Status st = flashlab::resolve_impl(c, &chosen);
+    if (not_built(st)) continue;
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << flashlab::to_string(impl) << ": " << st.to_string();
+    if (impl != Impl::kCudaSm90)  // cuda_sm90 off Hopper refuses the device first
+      EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.message();
+  }
+}
+
 #endif  // FLASHLAB_WITH_CUDA
 
 }  // namespace
