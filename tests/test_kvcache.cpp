@@ -41,6 +41,7 @@ struct Case {
   int num_splits = 1;
   int64_t split_size = 0;
   bool sinks = false;  // per-head attention sink logits
+  int64_t sink_tokens = 0;  // StreamingLLM sink tokens
   uint64_t seed = 1;
   Impl impl = Impl::kReference;
 };
@@ -183,6 +184,7 @@ struct World {
     p.head_dim = c.d;
     p.causal = c.causal;
     p.window_left = c.window_left;
+    p.sink_tokens = c.sink_tokens;
     p.softcap = c.softcap;
     p.alibi_slopes = c.alibi ? slopes.data() : nullptr;
     p.q = contiguous(q.data(), c.sq, c.hq, c.d);
@@ -258,6 +260,7 @@ struct World {
     f.head_dim = c.d;
     f.causal = c.causal;
     f.window_left = c.window_left;
+    f.sink_tokens = c.sink_tokens;  // key 0 is the first attended key (slot leftpad)
     f.softcap = c.softcap;
     f.alibi_slopes = c.alibi ? slopes.data() : nullptr;
     f.sink_logits = c.sinks ? sinks.data() : nullptr;
@@ -551,6 +554,43 @@ TEST(KvCache, SinksEverySplitSetting) {
   check_case(c);
 }
 
+// StreamingLLM sink tokens (docs/design/sink-tokens.md): the first sink_tokens attended keys
+// (from slot cache_leftpad on) stay visible left of the window. Both CPU impls against the training
+// reference on the gathered keys: sink_tokens 1, 4 and 70 (past the window, more than one 64-key
+// block, longer than some sequences), leftpad (sequence 3 keeps 3 keys, fewer than 4 sinks), the
+// append with rotary, contiguous and paged caches (page sizes 1, 3, 16; NHD and HND), GQA 4:1,
+// every split setting, softcap / ALiBi / sink logits, causal and a left window alone.
+TEST(KvCache, SinkTokens) {
+  for (int64_t sink_tokens : {1, 4, 70})
+    for (int variant = 0; variant < 5; ++variant) {
+      Case c;
+      c.sink_tokens = sink_tokens;
+      c.window_left = 6;
+      c.hq = 8;
+      c.hk = 2;
+      c.cache_lens = {30, 9, 150, 2};
+      c.leftpad = {4, 0, 20, 1};
+      c.seqlen_new = 2;
+      c.sq = 3;
+      c.seed = static_cast<uint64_t>(sink_tokens * 10 + variant);
+      switch (variant) {
+        case 0: break;  // contiguous, one split
+        case 1: c.paged = true, c.page_size = 1, c.num_splits = 3; break;
+        case 2:
+          c.paged = true, c.page_size = 3, c.layout = KvLayout::kHND, c.num_splits = 0, c.split_size = 5;
+          c.rotary_dim = 8;
+          break;
+        case 3:
+          c.paged = true, c.page_size = 16, c.num_splits = 0;
+          c.softcap = 4.0f, c.alibi = c.sinks = true;
+          break;
+        default: c.causal = false, c.batch_idx = true, c.num_splits = 7; break;  // the left window alone
+      }
+      SCOPED_TRACE(testing::Message() << "sink_tokens " << sink_tokens << " variant " << variant);
+      check_case(c);
+    }
+}
+
 // impl auto runs cpu_flash (as the training path's auto does on the CPU): bitwise the same.
 TEST(KvCache, AutoRunsCpuFlash) {
   Case c;
@@ -682,6 +722,12 @@ TEST(KvCache, ErrorsWriteNothing) {
   w2.p.device = Device::kCUDA;
   st = attention_with_kvcache(w2.p);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.message();
+  // Sink tokens: refused on CUDA (tests/gpu/test_cuda_kvcache.cpp), validated everywhere.
+  w2.p.sink_tokens = -1;
+  w2.p.device = Device::kCPU;
+  st = attention_with_kvcache(w2.p);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("sink_tokens (-1) must be >= 0"), std::string::npos) << st.message();
 }
 
 // ---- attention_combine
@@ -776,18 +822,7 @@ std::vector<uint16_t> to_bf16(std::vector<float>& x) {  // rounds x to bf16 in p
 }
 
 // bf16 storage (element size 2 in every offset) agrees with fp32 on the same bf16 values.
-TEST(KvCache, Bf16MatchesFp32) {
-  using namespace flashlab;
-  Case c;
-  c.paged = true;
-  c.page_size = 3;
-  c.layout = KvLayout::kHND;
-  c.seqlen_new = 2;
-  c.sq = 2;
-  c.rotary_dim = 8;
-  c.style = RotaryStyle::kInterleaved;
-  c.cache_lens = {0, 17, 40};
-  c.leftpad = {0, 3, 0};
+void bf16_matches_fp32(const Case& c) {
   World w(c);
   auto q16 = to_bf16(w.q), k16 = to_bf16(w.k_cache), v16 = to_bf16(w.v_cache);
   auto kn16 = to_bf16(w.k_new), vn16 = to_bf16(w.v_new);
@@ -847,6 +882,25 @@ TEST(KvCache, Bf16MatchesFp32) {
     ASSERT_NEAR(g, w.out[e], 0.03f * std::max(1.0f, std::abs(w.out[e]))) << e;
   }
   for (size_t e = 0; e < w.lse.size(); ++e) ASSERT_NEAR(lse16[e], w.lse[e], 0.03f) << e;
+}
+
+TEST(KvCache, Bf16MatchesFp32) {
+  Case c;
+  c.paged = true;
+  c.page_size = 3;
+  c.layout = KvLayout::kHND;
+  c.seqlen_new = 2;
+  c.sq = 2;
+  c.rotary_dim = 8;
+  c.style = RotaryStyle::kInterleaved;
+  c.cache_lens = {0, 17, 40};
+  c.leftpad = {0, 3, 0};
+  bf16_matches_fp32(c);
+  c.sink_tokens = 4;  // StreamingLLM sink tokens left of a window
+  c.window_left = 5;
+  c.seed = 2;
+  SCOPED_TRACE("sink_tokens 4");
+  bf16_matches_fp32(c);
 }
 
 }  // namespace

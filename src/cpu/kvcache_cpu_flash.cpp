@@ -95,7 +95,9 @@ Status cpu_flash_kvcache(const KvCacheParams& p) {
   }
 
   FwdParams f;
-  static_cast<AttentionConfig&>(f) = p;  // scale, softcap, ALiBi, causal, window, threads
+  // scale, softcap, ALiBi, causal, window, sink tokens (key 0 of a sequence is its first gathered
+  // key, slot leftpad: exactly the KV path's sinks), threads
+  static_cast<AttentionConfig&>(f) = p;
   f.impl = Impl::kCpuFlash;
   f.causal_align = CausalAlign::kBottomRight;
   f.seqlen_q = sq;

@@ -4,8 +4,9 @@
 //    dtype and stored at slots cache_seqlens[b] + t (through the page table or cache_batch_idx).
 // 2. per (sequence, query head): gather the L attended keys (slots leftpad .. leftpad + L - 1) and
 //    the query (rotated at positions L - seqlen_q + i) into doubles; each split computes a partial
-//    (O, LSE) over its keys with mask.h's visible_keys and modify_score, and combine_row merges
-//    them, with the attention sink of head h (if any) as one more partial (lse = sink, O = 0).
+//    (O, LSE) over its keys with mask.h's visible_keys, sink_keys (StreamingLLM sink tokens: the
+//    first keys after leftpad) and modify_score, and combine_row merges them, with the attention
+//    sink of head h (if any) as one more partial (lse = sink, O = 0).
 //    Slots outside the keys are never read, so stale or NaN data cannot leak.
 #include "cpu/kvcache_reference.h"
 
@@ -109,25 +110,32 @@ void attend_one(const KvCacheParams& p, int64_t b, int64_t h, double* out, doubl
   for (int64_t i = 0; i < sq; ++i) {
     int64_t lo, hi;
     visible_keys(mask, i, &lo, &hi);
+    const int64_t sinks = sink_keys(mask, i);  // keys [0, sinks) too (StreamingLLM sink tokens)
     for (int64_t sp = 0; sp < n; ++sp) {
-      const int64_t a = std::max(lo, plan[sp].first), z = std::min(hi, plan[sp].second - 1);
+      // The split's share of the row's visible keys: of the sink keys, then of the window (the
+      // two are disjoint: sinks <= lo).
+      const int64_t first = plan[sp].first, last = plan[sp].second - 1;
+      const std::pair<int64_t, int64_t> parts[2] = {{first, std::min(sinks - 1, last)},
+                                                    {std::max(lo, first), std::min(hi, last)}};
       double* o = &o_part[sp * d];
       std::fill(o, o + d, 0.0);
       lse_part[sp] = kNegInf;
-      if (z < a) continue;
+      if (parts[0].second < parts[0].first && parts[1].second < parts[1].first) continue;
       double m = kNegInf;
-      for (int64_t j = a; j <= z; ++j) {
-        double acc = 0.0;
-        for (int64_t e = 0; e < d; ++e) acc += q[i * d + e] * k[j * d + e];
-        s[j] = modify_score<double>(scale * acc, softcap, slope, i, j, mask.shift);
-        m = std::max(m, s[j]);
-      }
+      for (const auto& [a, z] : parts)
+        for (int64_t j = a; j <= z; ++j) {
+          double acc = 0.0;
+          for (int64_t e = 0; e < d; ++e) acc += q[i * d + e] * k[j * d + e];
+          s[j] = modify_score<double>(scale * acc, softcap, slope, i, j, mask.shift);
+          m = std::max(m, s[j]);
+        }
       double sum = 0.0;
-      for (int64_t j = a; j <= z; ++j) {
-        const double w = std::exp(s[j] - m);
-        sum += w;
-        for (int64_t e = 0; e < d; ++e) o[e] += w * v[j * d + e];
-      }
+      for (const auto& [a, z] : parts)
+        for (int64_t j = a; j <= z; ++j) {
+          const double w = std::exp(s[j] - m);
+          sum += w;
+          for (int64_t e = 0; e < d; ++e) o[e] += w * v[j * d + e];
+        }
       for (int64_t e = 0; e < d; ++e) o[e] /= sum;
       lse_part[sp] = m + std::log(sum);
     }

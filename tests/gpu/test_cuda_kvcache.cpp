@@ -863,6 +863,31 @@ TEST(CudaKvCache, AutoDispatch) {
   EXPECT_TRUE(outs[0] == outs[2]) << "auto and cuda_sm90 differ";
 }
 
+// StreamingLLM sink tokens (docs/design/sink-tokens.md) are CPU-only for now: the CUDA attention
+// refuses sink_tokens > 0 (kUnsupported) with nothing written, the fused append included.
+TEST(CudaKvCache, SinkTokensRefused) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  GpuProblem pr(5);
+  const size_t n_out = pr.q.size(), n_lse = pr.B * pr.hq * pr.sq;
+  for (const Impl impl : {Impl::kAuto, Impl::kCudaSm80, Impl::kCudaSm90}) {
+    const uint16_t nan_bits = to_bits(NAN, pr.dt);
+    Dev<uint16_t> dq(pr.q), dk(pr.kc), dv(pr.vc), dkn(pr.kn), dvn(pr.vn), dout(std::vector<uint16_t>(n_out, nan_bits));
+    Dev<float> dlse(std::vector<float>(n_lse, NAN)), dsink(pr.sinks), dcos(pr.cos_t), dsin(pr.sin_t);
+    Dev<int32_t> dlens(pr.lens);
+    KvCacheParams g = pr.host;
+    g.device = Device::kCUDA;
+    g.impl = impl;
+    g.window_left = 4;
+    g.sink_tokens = 2;
+    pr.point(&g, dq.ptr, dout.ptr, dlse.ptr, dk.ptr, dv.ptr, dkn.ptr, dvn.ptr, dlens.ptr, dsink.ptr, dcos.ptr, dsin.ptr);
+    const Status st = attention_with_kvcache(g);
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << to_string(impl) << ": " << st.to_string();
+    EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.message();
+    EXPECT_TRUE(dk.get(pr.kc.size()) == pr.kc) << to_string(impl) << ": cache written";
+    EXPECT_TRUE(dout.get(n_out) == std::vector<uint16_t>(n_out, nan_bits)) << to_string(impl) << ": out written";
+  }
+}
+
 // Bad inputs: an error Status and not a byte of the cache, out or lse written. Host-checkable rules
 // always; device data (cache_seqlens, block_table, leftpad) with check_device_data. Without it the
 // standalone append's guard still writes nothing for a sequence that does not fit.
