@@ -38,6 +38,7 @@ def attention(
     causal: bool = False,
     causal_align: str = "bottom_right",
     window: Tuple[int, int] = (-1, -1),
+    sink_tokens: int = 0,
     softcap: float = 0.0,
     alibi_slopes: Optional[np.ndarray] = None,
     sink_logits: Optional[np.ndarray] = None,
@@ -57,6 +58,8 @@ def attention(
     (total_tokens, heads, head_dim) with ``cu_seqlens_q/k`` (int32, batch + 1) and
     ``max_seqlen_q/k``. ``out`` has q's shape and dtype; ``lse`` is float32 (batch, heads_q,
     seqlen_q), or (heads_q, total_q) for packed inputs. ``window`` is (left, right), -1 unbounded.
+    ``sink_tokens``: StreamingLLM sink tokens, the first ``sink_tokens`` keys visible to every row
+    left of its window, never right of its right bound (0 = off; docs/algorithm.md, "Masks").
     ``sink_logits``: float32 (heads_q,) attention sinks, one logit per query head in every row's
     softmax denominator (no value); a row that sees no key then gets lse = its sink. CPU backends.
     """
@@ -68,9 +71,9 @@ def attention(
     _core.forward(
         q, k, v, out, lse,
         softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
-        window_left=window[0], window_right=window[1], softcap=softcap, alibi_slopes=alibi_slopes,
-        sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
-        cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+        window_left=window[0], window_right=window[1], sink_tokens=sink_tokens, softcap=softcap,
+        alibi_slopes=alibi_slopes, sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed,
+        dropout_offset=dropout_offset, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
         impl=impl, num_threads=num_threads,
     )  # fmt: skip
@@ -89,6 +92,7 @@ def attention_backward(
     causal: bool = False,
     causal_align: str = "bottom_right",
     window: Tuple[int, int] = (-1, -1),
+    sink_tokens: int = 0,
     softcap: float = 0.0,
     alibi_slopes: Optional[np.ndarray] = None,
     sink_logits: Optional[np.ndarray] = None,
@@ -121,9 +125,9 @@ def attention_backward(
     _core.backward(
         dout, q, k, v, out, lse, dq, dk, dv,
         softmax_scale=softmax_scale, causal=causal, causal_align=causal_align,
-        window_left=window[0], window_right=window[1], softcap=softcap, alibi_slopes=alibi_slopes,
-        sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed, dropout_offset=dropout_offset,
-        cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+        window_left=window[0], window_right=window[1], sink_tokens=sink_tokens, softcap=softcap,
+        alibi_slopes=alibi_slopes, sink_logits=sink_logits, dropout_p=dropout_p, dropout_seed=dropout_seed,
+        dropout_offset=dropout_offset, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
         deterministic=deterministic, impl=impl, num_threads=num_threads, dsink=dsink,
     )  # fmt: skip

@@ -43,10 +43,14 @@ _KV_SCHEMA = (
     "int window_left, int window_right, float softcap, Tensor? alibi_slopes, Tensor? sink_logits, int num_splits, "
     "int split_size, bool check_device_data, str impl"
 )
+_N_KV_OPTIONS = 20  # the schema's arguments after cache_seqlens: k ... impl
+# StreamingLLM sink tokens came after the others: each op's last argument, with a default (torch.py's
+# flashlab::fwd has the same; the kernels get only the arguments given, hence their own default).
+_SINK_TOKENS = "int sink_tokens=0"
 _TAGS = (torch.Tag.pt2_compliant_tag,)
-_lib.define("kvcache_attention(" + _KV_SCHEMA + ") -> (Tensor, Tensor)", tags=_TAGS)
-_lib.define("kvcache_attention_out(" + _KV_SCHEMA + ", Tensor(c!) out, Tensor(d!) lse, Tensor? workspace) -> ()",
-            tags=_TAGS)  # fmt: skip
+_lib.define("kvcache_attention(" + _KV_SCHEMA + ", " + _SINK_TOKENS + ") -> (Tensor, Tensor)", tags=_TAGS)
+_lib.define("kvcache_attention_out(" + _KV_SCHEMA + ", Tensor(c!) out, Tensor(d!) lse, Tensor? workspace, "
+            + _SINK_TOKENS + ") -> ()", tags=_TAGS)  # fmt: skip
 _lib.define("kvcache_combine(Tensor out_partial, Tensor lse_partial, ScalarType? out_dtype) -> (Tensor, Tensor)",
             tags=_TAGS)  # fmt: skip
 _lib.define("kvcache_combine_out(Tensor out_partial, Tensor lse_partial, Tensor(a!) out, Tensor(b!) lse) -> ()",
@@ -78,7 +82,7 @@ def _launch(fn, q: Tensor, workspace: Optional[Tensor], *capsules, **options):
 
 def _kv_options(k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad, block_table,
                 page_layout, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, sink_logits,
-                num_splits, split_size, check_device_data, impl) -> dict:  # fmt: skip
+                num_splits, split_size, check_device_data, impl, sink_tokens=0) -> dict:  # fmt: skip
     return dict(
         k=_capsule(None if k is None else _last_dim_contiguous(k)),
         v=_capsule(None if v is None else _last_dim_contiguous(v)),
@@ -87,7 +91,7 @@ def _kv_options(k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_id
         block_table=_capsule(block_table), page_layout=page_layout, softmax_scale=softmax_scale, causal=causal,
         window_left=window_left, window_right=window_right, softcap=softcap, alibi_slopes=_capsule(alibi_slopes),
         sink_logits=_capsule(sink_logits), num_splits=num_splits, split_size=split_size,
-        check_device_data=check_device_data, impl=impl,
+        check_device_data=check_device_data, impl=impl, sink_tokens=sink_tokens,
     )  # fmt: skip
 
 
@@ -109,10 +113,11 @@ def _kvcache_attention_fake(q, *args):
 
 
 def _kvcache_attention_out(q, k_cache, v_cache, cache_seqlens, *rest):
-    *options, out, lse, workspace = rest
+    options, (out, lse, workspace), sink_tokens = rest[:_N_KV_OPTIONS], rest[_N_KV_OPTIONS:_N_KV_OPTIONS + 3], \
+        rest[_N_KV_OPTIONS + 3:]  # fmt: skip
     _launch(_core.attention_with_kvcache, q, workspace, to_dlpack(_last_dim_contiguous(q)), to_dlpack(k_cache),
             to_dlpack(v_cache), to_dlpack(cache_seqlens), to_dlpack(out), to_dlpack(lse),
-            **_kv_options(*options))  # fmt: skip
+            **_kv_options(*options, *sink_tokens))  # fmt: skip
 
 
 def _kvcache_attention_out_fake(*args):
@@ -207,6 +212,7 @@ def attention_with_kvcache(
     impl: str = "auto",
     sink_logits: Optional[Tensor] = None,
     check_device_data: bool = False,
+    sink_tokens: int = 0,
 ) -> Tuple[Tensor, Tensor]:
     """``flashlab.attention_with_kvcache`` on torch tensors through ``flashlab::kvcache_attention``;
     returns ``(out, lse)``. Same arguments and semantics (docs/kvcache.md): ``k``/``v`` are appended
@@ -220,6 +226,10 @@ def attention_with_kvcache(
     key gets out 0 and lse = sink_h, a sink of -inf is no sink. Forward only (the sinks get no
     gradient here; training sinks are ``flashlab.torch.attention``'s). The CPU refuses NaN / +inf
     logits; CUDA does not read them on the host.
+
+    ``sink_tokens``: StreamingLLM sink tokens (docs/kvcache.md, "Mask and scores"): the first
+    ``sink_tokens`` keys after ``cache_leftpad`` stay visible left of the window. CPU tensors only
+    for now: on CUDA it raises :class:`flashlab.UnsupportedError` with nothing written.
 
     ``check_device_data``: on CUDA, copy ``cache_seqlens`` / ``cache_leftpad`` / ``cache_batch_idx``
     / ``block_table`` to the host and check them (lengths within the capacity, page indices and rows
@@ -235,7 +245,7 @@ def attention_with_kvcache(
         bool(rotary_interleaved), _int32("cache_batch_idx", cache_batch_idx), _int32("cache_leftpad", cache_leftpad),
         _int32("block_table", block_table), page_layout, softmax_scale, bool(causal), int(window_size[0]),
         int(window_size[1]), float(softcap), _f32(alibi_slopes), _f32(sink_logits), int(num_splits),
-        int(split_size), bool(check_device_data), impl,
+        int(split_size), bool(check_device_data), impl, int(sink_tokens),
     )  # fmt: skip
 
 
@@ -322,6 +332,7 @@ class KVCacheDecoder:
         split_size: int = 0,
         impl: str = "auto",
         check_device_data: bool = False,
+        sink_tokens: int = 0,
     ) -> "KVCacheDecoder":
         """Fixes the problem: ``max_seqlen_cache`` is the capacity per sequence (with ``page_size``:
         max_pages * page_size, max_pages = ceil(max_seqlen_cache / page_size)); ``seqlen_new`` the
@@ -329,7 +340,9 @@ class KVCacheDecoder:
         whether rotary tables / ALiBi slopes / sink logits (fp32 (heads_q,)) will be passed to every
         ``run()``. ``check_device_data=True`` makes every run check the int32 side tensors on the
         host first (see :func:`attention_with_kvcache`): on CUDA each run then synchronizes and
-        cannot be captured in a CUDA graph (refused during capture); for debugging. Returns self."""
+        cannot be captured in a CUDA graph (refused during capture); for debugging. ``sink_tokens``:
+        StreamingLLM sink tokens (CPU only for now: planning them on CUDA raises
+        :class:`flashlab.UnsupportedError`). Returns self."""
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
@@ -354,7 +367,7 @@ class KVCacheDecoder:
         sink = torch.zeros((heads_q,), dtype=torch.float32, device=device) if sinks else None
         self._options = (rotary_interleaved, page_layout, softmax_scale, causal, int(window_size[0]),
                          int(window_size[1]), float(softcap), int(num_splits), int(split_size),
-                         bool(check_device_data), impl)  # fmt: skip
+                         bool(check_device_data), impl, int(sink_tokens))  # fmt: skip
         self.out = torch.empty(q.shape, dtype=dtype, device=device)
         self.lse = torch.empty(_lse_shape(q), dtype=torch.float32, device=device)
         self.workspace_bytes = _core.kvcache_workspace_size(
@@ -364,7 +377,7 @@ class KVCacheDecoder:
             block_table=_capsule(table if paged else None), page_layout=page_layout, softmax_scale=softmax_scale,
             causal=causal, window_left=int(window_size[0]), window_right=int(window_size[1]), softcap=float(softcap),
             alibi_slopes=_capsule(slopes), sink_logits=_capsule(sink), num_splits=int(num_splits),
-            split_size=int(split_size), impl=impl,
+            split_size=int(split_size), impl=impl, sink_tokens=int(sink_tokens),
         )  # fmt: skip
         self.workspace = (torch.empty(self.workspace_bytes, dtype=torch.uint8, device=device)
                           if self.workspace_bytes > 0 else None)  # fmt: skip
@@ -414,8 +427,9 @@ class KVCacheDecoder:
                                 + ("sinks" if P["sinks"] else "none"))  # fmt: skip
         out = self.out if out is None else out
         lse = self.lse if lse is None else lse
-        (interleaved, layout, scale, causal, wl, wr, softcap, num_splits, split_size, check, impl) = self._options
+        (interleaved, layout, scale, causal, wl, wr, softcap, num_splits, split_size, check, impl,
+         sink_tokens) = self._options  # fmt: skip
         _KV_OUT(q, k_cache, v_cache, cache_seqlens, k, v, rotary_cos, rotary_sin, interleaved, cache_batch_idx,
                 cache_leftpad, block_table, layout, scale, causal, wl, wr, softcap, alibi_slopes, sink_logits,
-                num_splits, split_size, check, impl, out, lse, self.workspace)  # fmt: skip
+                num_splits, split_size, check, impl, out, lse, self.workspace, sink_tokens)  # fmt: skip
         return out, lse

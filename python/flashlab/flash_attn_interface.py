@@ -243,6 +243,7 @@ def flash_attn_with_kvcache(
     scheduler_metadata=None,
     pack_gqa: Optional[bool] = None,
     sm_margin: int = 0,
+    sink_tokens: int = 0,
 ):
     """flash-attn 2.x ``flash_attn_with_kvcache``: appends ``k``/``v`` into the cache **in place**
     (at slots ``cache_seqlens[b]`` ..., ``k`` rotated first when ``rotary_cos``/``rotary_sin`` are
@@ -268,6 +269,10 @@ def flash_attn_with_kvcache(
     ``cu_seqlens_k_new``, ``max_seqlen_q``, ``rotary_seqlens`` and ``attention_chunk`` raise
     ``flashlab.UnsupportedError`` when set.
 
+    flashlab's own keyword (last, keyword-only; flash-attn has none): ``sink_tokens``, StreamingLLM
+    sink tokens, the first ``sink_tokens`` keys (after ``cache_leftpad``) visible left of the window
+    (docs/kvcache.md, "Mask and scores"; CPU only for now, CUDA raises ``UnsupportedError``).
+
     Runs ``flashlab::kvcache_attention`` (NumPy arrays: ``flashlab.attention_with_kvcache``). CPU
     tensors run (fp32, fp16, bf16); on CUDA the C++ library decides (``UnsupportedError`` for
     what it refuses). Errors raise ``flashlab.FlashlabError``; nothing (cache included) is
@@ -277,7 +282,7 @@ def flash_attn_with_kvcache(
         return _numpy_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx,
                               cache_leftpad, block_table if page_table is None else page_table, softmax_scale,
                               causal, window_size, softcap, rotary_interleaved, alibi_slopes, num_splits,
-                              return_softmax_lse)  # fmt: skip
+                              return_softmax_lse, sink_tokens)  # fmt: skip
     _fa3_unsupported(qv=qv, q_descale=q_descale, k_descale=k_descale, v_descale=v_descale,
                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k_new=cu_seqlens_k_new, rotary_seqlens=rotary_seqlens,
                      max_seqlen_q=max_seqlen_q, attention_chunk=attention_chunk or None)  # fmt: skip
@@ -291,7 +296,7 @@ def flash_attn_with_kvcache(
         q, k_cache, v_cache, cache_seqlens, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
         rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
         block_table=block_table, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
-        softcap=softcap, alibi_slopes=alibi_slopes, num_splits=num_splits,
+        softcap=softcap, alibi_slopes=alibi_slopes, num_splits=num_splits, sink_tokens=sink_tokens,
     )  # fmt: skip
     return (out, lse) if return_softmax_lse else out
 
@@ -304,7 +309,7 @@ def _fa3_unsupported(**given):
 
 def _numpy_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, cache_batch_idx, cache_leftpad,
                    block_table, softmax_scale, causal, window_size, softcap, rotary_interleaved, alibi_slopes,
-                   num_splits, return_softmax_lse):  # fmt: skip
+                   num_splits, return_softmax_lse, sink_tokens):  # fmt: skip
     from .kvcache import attention_with_kvcache
 
     if cache_seqlens is None:
@@ -314,6 +319,7 @@ def _numpy_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seql
         rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad,
         block_table=block_table, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
         softcap=softcap, alibi_slopes=alibi_slopes, num_splits=num_splits, return_lse=return_softmax_lse,
+        sink_tokens=sink_tokens,
     )  # fmt: skip
     return (out, lse) if return_softmax_lse else out
 

@@ -74,6 +74,7 @@ def attention_with_kvcache(
     num_threads: int = 0,
     sink_logits: Optional[np.ndarray] = None,
     check_device_data: bool = False,
+    sink_tokens: int = 0,
 ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """Attention of ``q`` against a K/V cache, appending new keys/values first; returns ``(out, lse)``.
 
@@ -98,6 +99,9 @@ def attention_with_kvcache(
       from their shape. Applied to the new keys and to the queries at their positions;
       ``rotary_interleaved`` True = GPT-J pairs (2i, 2i+1), False = NeoX/Llama (i, i + rotary_dim/2).
     * ``alibi_slopes``: float32 (heads_q,) or (batch, heads_q). ``softcap`` > 0: tanh capping.
+    * ``sink_tokens``: StreamingLLM sink tokens (docs/kvcache.md, "Mask and scores"): the first
+      ``sink_tokens`` keys (from slot ``leftpad`` on) stay visible left of the window, never right of
+      a query's causal bound; 0 = off. CPU only for now (CUDA raises ``UnsupportedError``).
     * ``split_size`` > 0: split-KV in splits of that many keys (batch-invariant); else
       ``num_splits`` (0 auto, 1 none, n splits). The result equals no split up to rounding.
     * ``sink_logits``: float32 (heads_q,) attention sinks (docs/kvcache.md, "Attention sinks"): one
@@ -127,7 +131,7 @@ def attention_with_kvcache(
         **_cache_options(rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad,
                          block_table, page_layout),
         softmax_scale=softmax_scale, causal=causal, window_left=window_size[0], window_right=window_size[1],
-        softcap=softcap, alibi_slopes=_float32(alibi_slopes), sink_logits=_float32(sink_logits),
+        sink_tokens=sink_tokens, softcap=softcap, alibi_slopes=_float32(alibi_slopes), sink_logits=_float32(sink_logits),
         num_splits=num_splits, split_size=split_size, check_device_data=check_device_data, impl=impl,
         num_threads=num_threads,
     )  # fmt: skip

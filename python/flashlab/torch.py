@@ -31,9 +31,10 @@ On CUDA ``impl="auto"`` runs ``cuda_sm90`` on an H100/H200 (the forward, varlen 
 included, and the backward at head dims 33–128, deterministic or varlen or neither, and 193–256) and
 ``cuda_sm80`` for the rest (dropout, varlen above those head dims, the other backward head dims,
 other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and
-every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen);
-what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError`` with the C++
-library's message. On the CPU every feature runs in fp32, fp16 and bf16 (``cpu_flash``).
+every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen)
+but StreamingLLM sink tokens; what it refuses (e.g. fp32, head_dim 100, ``sink_tokens > 0``) raises
+``flashlab.UnsupportedError`` with the C++ library's message. On the CPU every feature runs in fp32,
+fp16 and bf16 (``cpu_flash``), sink tokens included.
 
 Attention sinks (``sink_logits``, fp32 (heads_q,), learnable) are one more optional input of both
 ops; ``flashlab::bwd`` also returns their gradient (dsink), computed only when the autograd kernel
@@ -134,7 +135,7 @@ def _lse_shape(q: Tensor, varlen: bool) -> List[int]:
 
 def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
              rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
-             dropout_p, impl) -> dict:  # fmt: skip
+             dropout_p, impl, sink_tokens) -> dict:  # fmt: skip
     seed, offset = _rng(rng_state, dropout_p)
     varlen = cu_seqlens_q is not None
     if sink_logits is not None:  # the C++ layer needs stride 1 (a 1-D view with a step is copied)
@@ -145,7 +146,7 @@ def _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slope
         alibi_slopes=_capsule(alibi_slopes), sink_logits=_capsule(sink_logits), dropout_p=dropout_p,
         dropout_seed=seed, dropout_offset=offset, cu_seqlens_q=_capsule(cu_seqlens_q),
         cu_seqlens_k=_capsule(cu_seqlens_k), max_seqlen_q=max_seqlen_q if varlen else None,
-        max_seqlen_k=max_seqlen_k if varlen else None, impl=impl,
+        max_seqlen_k=max_seqlen_k if varlen else None, impl=impl, sink_tokens=sink_tokens,
     )  # fmt: skip
 
 
@@ -164,7 +165,12 @@ _OPTIONS = (
     "str causal_align, SymInt window_left, SymInt window_right, float softcap, float dropout_p, "
     "bool deterministic, str impl"
 )
-_lib.define("fwd(Tensor q, Tensor k, Tensor v, " + _OPTIONS + ") -> (Tensor, Tensor)",
+# StreamingLLM sink tokens came after the others: the last argument of each op, with a default, so
+# that calls written without it (flashlab.distributed, callers of the ops) keep their meaning. A
+# Python kernel receives only the arguments given (defaults are not filled in): hence the kernels'
+# own defaults below.
+_SINK_TOKENS = "SymInt sink_tokens=0"
+_lib.define("fwd(Tensor q, Tensor k, Tensor v, " + _OPTIONS + ", " + _SINK_TOKENS + ") -> (Tensor, Tensor)",
             tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
 # The backward has one argument of its own, after the shared options: `sink_grad`, whether to
 # compute dL/dsink_logits (the autograd kernel passes "sink_logits requires grad"). Its 4th result
@@ -173,10 +179,10 @@ _lib.define("fwd(Tensor q, Tensor k, Tensor v, " + _OPTIONS + ") -> (Tensor, Ten
 # (given, not learned) thus cost no allocation and let the library skip the reduction (a null
 # BwdParams::dsink); dq, dk, dv still need sink_logits: the forward's LSE includes the sinks.
 _lib.define("bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, " + _OPTIONS
-            + ", bool sink_grad) -> (Tensor, Tensor, Tensor, Tensor)",
+            + ", bool sink_grad, " + _SINK_TOKENS + ") -> (Tensor, Tensor, Tensor, Tensor)",
             tags=(torch.Tag.pt2_compliant_tag,))  # fmt: skip
-# The forward's inputs after q, k, v, in order: cu_seqlens_q ... impl (16 of them).
-_N_OPTION_INPUTS = 16
+# sink_grad's place among the backward's arguments after sink_logits (rng_state ... impl, sink_grad).
+_SINK_GRAD_AFTER_SINKS = 10
 # sink_logits' place among _FwdFunction.forward's inputs after ctx (keyset, q, k, v, cu_seqlens_q,
 # cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits, ...): ctx.needs_input_grad's index.
 _SINK_INPUT = 9
@@ -189,7 +195,7 @@ def _fwd(
     alibi_slopes: Optional[Tensor], sink_logits: Optional[Tensor], rng_state: Optional[Tensor],
     softmax_scale: Optional[float], causal: bool, causal_align: str,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
-    deterministic: bool, impl: str,
+    deterministic: bool, impl: str, sink_tokens: int = 0,
 ) -> Tuple[Tensor, Tensor]:  # fmt: skip
     """flashlab::fwd -> (out, lse). `deterministic` is for the backward (kept by the autograd context)."""
     q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
@@ -198,7 +204,7 @@ def _fwd(
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
                        rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
-                       dropout_p, impl)  # fmt: skip
+                       dropout_p, impl, sink_tokens)  # fmt: skip
     _call(_core.forward, q, q, k, v, out, lse, **options)
     return out, lse
 
@@ -220,7 +226,7 @@ def _bwd(
     alibi_slopes: Optional[Tensor], sink_logits: Optional[Tensor], rng_state: Optional[Tensor],
     softmax_scale: Optional[float], causal: bool, causal_align: str,
     window_left: int, window_right: int, softcap: float, dropout_p: float,
-    deterministic: bool, impl: str, sink_grad: bool,
+    deterministic: bool, impl: str, sink_grad: bool, sink_tokens: int = 0,
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
     """flashlab::bwd -> (dq, dk, dv, dsink): dq, dk, dv contiguous, shaped like q, k, v; dsink fp32
     (heads_q,) with sink_grad and sink_logits, else (0,) (see the schema)."""
@@ -230,14 +236,14 @@ def _bwd(
     dsink = q.new_empty(_dsink_shape(q, sink_logits, sink_grad), dtype=torch.float32)
     options = _options(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, alibi_slopes, sink_logits,
                        rng_state, softmax_scale, causal, causal_align, window_left, window_right, softcap,
-                       dropout_p, impl)  # fmt: skip
+                       dropout_p, impl, sink_tokens)  # fmt: skip
     _call(_core.backward, q, dout, q, k, v, out, lse, dq, dk, dv, deterministic=deterministic,
           dsink=_capsule(dsink) if want_dsink else None, **options)  # fmt: skip
     return dq, dk, dv, dsink
 
 
 def _bwd_fake(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sink_logits, *args):
-    dsink = q.new_empty(_dsink_shape(q, sink_logits, args[-1]), dtype=torch.float32)
+    dsink = q.new_empty(_dsink_shape(q, sink_logits, args[_SINK_GRAD_AFTER_SINKS]), dtype=torch.float32)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsink
 
 
@@ -276,17 +282,22 @@ class _FwdFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, _dlse):
+        # The forward's inputs after q, k, v: cu_q, cu_k, alibi, sinks, rng_state and ctx.scalars (with
+        # or without sink_tokens, as the op was called).
+        n_options = 5 + len(ctx.scalars)
         if dout is None:  # only LSE was used downstream: nothing flows back
-            return (None,) * (4 + _N_OPTION_INPUTS)
+            return (None,) * (4 + n_options)
         q, k, v, out, lse, cu_q, cu_k, alibi, sinks, rng_state = ctx.saved_tensors
-        max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl = ctx.scalars
+        max_q, max_k, scale, causal, align, wl, wr, softcap, p, deterministic, impl, *rest = ctx.scalars
+        n_sink_tokens = rest[0] if rest else 0
         sink_grad = ctx.needs_input_grad[_SINK_INPUT]  # False without sinks (None needs no grad)
         # The op unless the eager conditions hold now too; create_graph (grad mode on here) goes
         # through the op, whose autograd kernel refuses a double backward.
         bwd = _bwd if ctx.eager and not torch.is_grad_enabled() and _eager(dout) else _BWD
         dq, dk, dv, dsink = bwd(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state,
-                                scale, causal, align, wl, wr, softcap, p, deterministic, impl, sink_grad)  # fmt: skip
-        grads = [None, dq, dk, dv] + [None] * _N_OPTION_INPUTS
+                                scale, causal, align, wl, wr, softcap, p, deterministic, impl, sink_grad,
+                                n_sink_tokens)  # fmt: skip
+        grads = [None, dq, dk, dv] + [None] * n_options
         grads[_SINK_INPUT] = dsink if sink_grad else None
         return tuple(grads)
 
@@ -399,7 +410,7 @@ def _eager(*tensors) -> bool:
     that needs to see the op: no torch.compile / export tracing, no torch function or dispatch mode
     (FakeTensorMode, FlopCounterMode, torch.device(...) as a context), no functorch transform.
 
-    Each pass through the dispatcher boxes the op's 19 arguments from Python and back. An eager
+    Each pass through the dispatcher boxes the op's 20 arguments from Python and back. An eager
     forward with inputs requiring grad made two (the op, then its autograd kernel's redispatch),
     the forward + backward four. Skipping them took a forward's host time from 59 to 44 µs on
     session 15's H100 machine (docs/perf.md, "Host path: eager calls without the dispatcher"),
@@ -420,7 +431,7 @@ _functorch_level = torch._C._functorch.peek_interpreter_stack
 def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
                softmax_scale=None, causal=False, causal_align="bottom_right", window=(-1, -1),
                softcap=0.0, alibi_slopes=None, sink_logits=None, dropout_p=0.0, generator=None,
-               dropout_offset=0, deterministic=False, impl="auto") -> Tuple[Tensor, Tensor]:  # fmt: skip
+               dropout_offset=0, deterministic=False, impl="auto", sink_tokens=0) -> Tuple[Tensor, Tensor]:  # fmt: skip
     """(out, lse) through flashlab::fwd, or in eager mode (_eager) the same autograd Function and
     kernel without the dispatcher; shared by attention() and flash_attn_interface."""
     if sink_logits is not None:
@@ -428,7 +439,7 @@ def _attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=No
     rng_state = _rng_state(dropout_p, generator, dropout_offset)
     args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q or 0, max_seqlen_k or 0, alibi_slopes,
             sink_logits, rng_state, softmax_scale, causal, causal_align, int(window[0]), int(window[1]),
-            float(softcap), float(dropout_p), deterministic, impl)  # fmt: skip
+            float(softcap), float(dropout_p), deterministic, impl, int(sink_tokens))  # fmt: skip
     if not _eager(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sink_logits):
         return _FWD(*args)
     return _forward(None, args)
@@ -442,6 +453,7 @@ def attention(
     causal: bool = False,
     softmax_scale: Optional[float] = None,
     window: Tuple[int, int] = (-1, -1),
+    sink_tokens: int = 0,
     softcap: float = 0.0,
     alibi_slopes: Optional[Tensor] = None,
     sink_logits: Optional[Tensor] = None,
@@ -468,6 +480,10 @@ def attention(
             (flash-attn: the last query sees every key) or ``"top_left"`` (SDPA's ``is_causal``).
         softmax_scale: default 1/sqrt(head_dim).
         window: (left, right) sliding window around the diagonal; -1 = unbounded.
+        sink_tokens: StreamingLLM sink tokens: the first ``sink_tokens`` keys stay visible to every
+            row left of its window, never right of its right bound (0 = off; without a left window
+            they change nothing). CPU only for now: CUDA raises ``UnsupportedError``.
+            docs/algorithm.md, "Masks". Not to be confused with ``sink_logits``.
         softcap: > 0 replaces each score s by softcap * tanh(s / softcap).
         alibi_slopes: fp32 (heads_q,) or (batch, heads_q): s -= slope * |i + shift - j|.
         sink_logits: attention sinks (gpt-oss; FA3's "learnable sink"): fp32 (heads_q,) on q's
@@ -494,7 +510,7 @@ def attention(
         max_seqlen_k=max_seqlen_k, softmax_scale=softmax_scale, causal=causal,
         causal_align=causal_align, window=window, softcap=softcap, alibi_slopes=alibi_slopes,
         sink_logits=sink_logits, dropout_p=dropout_p, generator=generator, dropout_offset=dropout_offset,
-        deterministic=deterministic, impl=impl,
+        deterministic=deterministic, impl=impl, sink_tokens=sink_tokens,
     )  # fmt: skip
     return (out, lse) if return_lse else out
 

@@ -49,8 +49,8 @@ void translate(const std::exception_ptr& p, void*) {
 
 void forward(const InArray& q, const InArray& k, const InArray& v, const OutArray& out,
              const std::optional<OutArray>& lse, std::optional<double> softmax_scale, bool causal,
-             const std::string& causal_align, int64_t window_left, int64_t window_right, double softcap,
-             const std::optional<InArray>& alibi_slopes, const std::optional<InArray>& sink_logits,
+             const std::string& causal_align, int64_t window_left, int64_t window_right, int64_t sink_tokens,
+             double softcap, const std::optional<InArray>& alibi_slopes, const std::optional<InArray>& sink_logits,
              double dropout_p, uint64_t dropout_seed, uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
              const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
              std::optional<int64_t> max_seqlen_k, const std::string& impl, int num_threads, uintptr_t stream,
@@ -58,7 +58,7 @@ void forward(const InArray& q, const InArray& k, const InArray& v, const OutArra
   flashlab::FwdParams p;
   const Layout L = read_layout(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, &p);
   set_options({softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p, dropout_seed,
-               dropout_offset, impl, num_threads, stream},
+               dropout_offset, impl, num_threads, stream, sink_tokens},
               &p);
   if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
   if (sink_logits) p.sink_logits = sinks_ptr("sink_logits", *sink_logits, p, L);
@@ -84,7 +84,7 @@ void forward(const InArray& q, const InArray& k, const InArray& v, const OutArra
 void backward(const InArray& dout, const InArray& q, const InArray& k, const InArray& v, const InArray& out,
               const InArray& lse, const OutArray& dq, const OutArray& dk, const OutArray& dv,
               std::optional<double> softmax_scale, bool causal, const std::string& causal_align, int64_t window_left,
-              int64_t window_right, double softcap, const std::optional<InArray>& alibi_slopes,
+              int64_t window_right, int64_t sink_tokens, double softcap, const std::optional<InArray>& alibi_slopes,
               const std::optional<InArray>& sink_logits, const std::optional<OutArray>& dsink, double dropout_p,
               uint64_t dropout_seed, uint64_t dropout_offset, const std::optional<InArray>& cu_seqlens_q,
               const std::optional<InArray>& cu_seqlens_k, std::optional<int64_t> max_seqlen_q,
@@ -93,7 +93,7 @@ void backward(const InArray& dout, const InArray& q, const InArray& k, const InA
   flashlab::BwdParams p;
   const Layout L = read_layout(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, &p);
   set_options({softmax_scale, causal, causal_align, window_left, window_right, softcap, dropout_p, dropout_seed,
-               dropout_offset, impl, num_threads, stream},
+               dropout_offset, impl, num_threads, stream, sink_tokens},
               &p);
   if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
   if (sink_logits) p.sink_logits = sinks_ptr("sink_logits", *sink_logits, p, L);
@@ -130,13 +130,14 @@ void backward(const InArray& dout, const InArray& q, const InArray& k, const InA
 // from them and seqlen_q / seqlen_k are not read.
 nb::tuple attention_flops(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q,
                           int64_t heads_kv, int64_t head_dim, bool causal, const std::string& causal_align,
-                          int64_t window_left, int64_t window_right,
+                          int64_t window_left, int64_t window_right, int64_t sink_tokens,
                           const std::optional<std::vector<int64_t>>& cu_seqlens_q,
                           const std::optional<std::vector<int64_t>>& cu_seqlens_k) {
   if (batch < 0 || seqlen_q < 0 || seqlen_k < 0 || heads_q < 0 || heads_kv < 0 || head_dim < 0)
     fail("attention_flops: batch, seqlen_q, seqlen_k, heads_q, heads_kv and head_dim must be >= 0");
   if (window_left < -1 || window_right < -1)
     fail("attention_flops: window sides must be >= -1 (-1 = unbounded)");
+  if (sink_tokens < 0) fail("attention_flops: sink_tokens must be >= 0 (0 = off)");
   flashlab::AttentionConfig c;
   c.batch = batch;
   c.seqlen_q = seqlen_q;
@@ -149,6 +150,7 @@ nb::tuple attention_flops(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int
   o.causal_align = causal_align;
   o.window_left = window_left;
   o.window_right = window_right;
+  o.sink_tokens = sink_tokens;
   set_options(o, &c);
   if (cu_seqlens_q.has_value() != cu_seqlens_k.has_value())
     fail("cu_seqlens_q and cu_seqlens_k must be given together (variable-length batch) or not at all");
@@ -223,17 +225,19 @@ NB_MODULE(_core, m) {
 
   m.def("forward", &forward, "q"_a, "k"_a, "v"_a, "out"_a.noconvert(), "lse"_a.noconvert() = nb::none(),
         nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false, "causal_align"_a = "bottom_right",
-        "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(),
-        "sink_logits"_a = nb::none(), "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(),
+        "window_left"_a = -1, "window_right"_a = -1, "sink_tokens"_a = 0, "softcap"_a = 0.0,
+        "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(), "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(),
         "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(), "max_seqlen_k"_a = nb::none(),
         "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0, "workspace"_a = nb::none(),
         "Attention forward: writes out (like q) and, when given, lse (batch, heads_q, seqlen_q) fp32. "
-        "sink_logits: (heads_q,) fp32 attention sinks (CPU backends).");
+        "sink_logits: (heads_q,) fp32 attention sinks. sink_tokens: StreamingLLM sink tokens, the first keys "
+        "visible left of the window (CPU backends).");
 
   m.def("backward", &backward, "dout"_a, "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "dq"_a.noconvert(),
         "dk"_a.noconvert(), "dv"_a.noconvert(), nb::kw_only(), "softmax_scale"_a = nb::none(), "causal"_a = false,
-        "causal_align"_a = "bottom_right", "window_left"_a = -1, "window_right"_a = -1, "softcap"_a = 0.0,
-        "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(), "dsink"_a.noconvert() = nb::none(),
+        "causal_align"_a = "bottom_right", "window_left"_a = -1, "window_right"_a = -1, "sink_tokens"_a = 0,
+        "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(),
+        "dsink"_a.noconvert() = nb::none(),
         "dropout_p"_a = 0.0, "dropout_seed"_a = 0, "dropout_offset"_a = 0, "cu_seqlens_q"_a = nb::none(), "cu_seqlens_k"_a = nb::none(), "max_seqlen_q"_a = nb::none(),
         "max_seqlen_k"_a = nb::none(), "impl"_a = "auto", "num_threads"_a = 0, "stream"_a = 0,
         "deterministic"_a = false, "workspace"_a = nb::none(),
@@ -242,9 +246,9 @@ NB_MODULE(_core, m) {
 
   m.def("attention_flops", &attention_flops, "batch"_a, "seqlen_q"_a, "seqlen_k"_a, "heads_q"_a, "heads_kv"_a,
         "head_dim"_a, nb::kw_only(), "causal"_a = false, "causal_align"_a = "bottom_right",
-        "window_left"_a = -1, "window_right"_a = -1, "cu_seqlens_q"_a = nb::none(),
+        "window_left"_a = -1, "window_right"_a = -1, "sink_tokens"_a = 0, "cu_seqlens_q"_a = nb::none(),
         "cu_seqlens_k"_a = nb::none(),
-        "(forward, backward) FLOPs, mask-aware: 4 * head_dim per visible (query, key) pair and query head "
+        "(forward, backward) FLOPs, mask-aware (sink tokens' pairs counted): 4 * head_dim per visible (query, key) pair and query head "
         "forward, 2.5x that backward (flashlab::attention_flops; every benchmark's TFLOP/s uses it).");
   bind_kvcache(m);
   m.def("implementations", &implementations, "Every implementation in this build: name, device, availability.");

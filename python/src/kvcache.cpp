@@ -3,8 +3,9 @@
 //   _core.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, out, lse=None, *, k=None, v=None,
 //       rotary_cos=None, rotary_sin=None, rotary_interleaved=False, cache_batch_idx=None,
 //       cache_leftpad=None, block_table=None, page_layout="NHD", softmax_scale=None, causal=False,
-//       window_left=-1, window_right=-1, softcap=0.0, alibi_slopes=None, sink_logits=None, num_splits=0,
-//       split_size=0, check_device_data=False, impl="auto", num_threads=0, stream=0, workspace=None)
+//       window_left=-1, window_right=-1, sink_tokens=0, softcap=0.0, alibi_slopes=None, sink_logits=None,
+//       num_splits=0, split_size=0, check_device_data=False, impl="auto", num_threads=0, stream=0,
+//       workspace=None)
 //   _core.kvcache_workspace_size(<attention_with_kvcache's arguments but workspace>) -> int (bytes)
 //   _core.kvcache_append(k_cache, v_cache, cache_seqlens, k, v, *, <the cache and rotary options>)
 //   _core.attention_combine(out_partial, lse_partial, out, lse=None, *, num_threads=0, stream=0,
@@ -210,7 +211,7 @@ int64_t kvcache_call(const InArray& q, nb::handle k_cache, nb::handle v_cache, c
                             const std::optional<InArray>& cache_batch_idx, const std::optional<InArray>& cache_leftpad,
                             const std::optional<InArray>& block_table, const std::string& page_layout,
                             std::optional<double> softmax_scale, bool causal, int64_t window_left, int64_t window_right,
-                            double softcap, const std::optional<InArray>& alibi_slopes,
+                            int64_t sink_tokens, double softcap, const std::optional<InArray>& alibi_slopes,
                             const std::optional<InArray>& sink_logits, int num_splits, int64_t split_size,
                             bool check_device_data, const std::string& impl, int num_threads, uintptr_t stream,
                             const nb::object& workspace, bool size_only) {
@@ -234,7 +235,7 @@ int64_t kvcache_call(const InArray& q, nb::handle k_cache, nb::handle v_cache, c
   if (int64_t(kc.view().shape(3)) != p.head_dim)
     fail(cat("k_cache.shape[3] (head_dim) = ", kc.view().shape(3), " must equal q.shape[3] = ", p.head_dim));
   set_options({softmax_scale, causal, "bottom_right", window_left, window_right, softcap, 0.0, 0, 0, impl, num_threads,
-               stream},
+               stream, sink_tokens},
               &p);
   if (alibi_slopes) set_alibi(*alibi_slopes, L, &p);
   if (sink_logits) p.sink_logits = sinks_ptr("sink_logits", *sink_logits, p, L);  // the training path's checks
@@ -270,12 +271,14 @@ int64_t kvcache_call(const InArray& q, nb::handle k_cache, nb::handle v_cache, c
       const std::optional<InArray> &rotary_cos, const std::optional<InArray> &rotary_sin, bool rotary_interleaved, \
       const std::optional<InArray> &cache_batch_idx, const std::optional<InArray> &cache_leftpad,                  \
       const std::optional<InArray> &block_table, const std::string &page_layout,                                   \
-      std::optional<double> softmax_scale, bool causal, int64_t window_left, int64_t window_right, double softcap, \
-      const std::optional<InArray> &alibi_slopes, const std::optional<InArray> &sink_logits, int num_splits,      \
+      std::optional<double> softmax_scale, bool causal, int64_t window_left, int64_t window_right,                 \
+      int64_t sink_tokens, double softcap, const std::optional<InArray> &alibi_slopes,                             \
+      const std::optional<InArray> &sink_logits, int num_splits,                                                   \
       int64_t split_size, bool check_device_data, const std::string &impl, int num_threads, uintptr_t stream
 #define FLASHLAB_KVCACHE_PASS                                                                                      \
   q, k_cache, v_cache, cache_seqlens, out, lse, k, v, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, \
-      cache_leftpad, block_table, page_layout, softmax_scale, causal, window_left, window_right, softcap,          \
+      cache_leftpad, block_table, page_layout, softmax_scale, causal, window_left, window_right, sink_tokens,      \
+      softcap,                                                                                                     \
       alibi_slopes, sink_logits, num_splits, split_size, check_device_data, impl, num_threads, stream
 
 void attention_with_kvcache(FLASHLAB_KVCACHE_ARGS, const nb::object& workspace) {
@@ -392,7 +395,7 @@ void bind_kvcache(nb::module_& m) {
         "rotary_cos"_a = nb::none(), "rotary_sin"_a = nb::none(), "rotary_interleaved"_a = false,
         "cache_batch_idx"_a = nb::none(), "cache_leftpad"_a = nb::none(), "block_table"_a = nb::none(),
         "page_layout"_a = "NHD", "softmax_scale"_a = nb::none(), "causal"_a = false, "window_left"_a = -1,
-        "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(),
+        "window_right"_a = -1, "sink_tokens"_a = 0, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(),
         "num_splits"_a = 0, "split_size"_a = 0, "check_device_data"_a = false, "impl"_a = "auto",
         "num_threads"_a = 0, "stream"_a = 0, "workspace"_a = nb::none(),
         "Attention against a K/V cache (docs/kvcache.md): appends k/v (rotary applied to k) into k_cache/v_cache in "
@@ -400,8 +403,9 @@ void bind_kvcache(nb::module_& m) {
         "fp32. Caches: (batch_cache, seqlen, heads_kv, head_dim), or pages with block_table (page_layout NHD: "
         "(num_pages, page_size, heads_kv, head_dim); HND: (num_pages, heads_kv, page_size, head_dim)). int32 "
         "cache_seqlens / cache_batch_idx / cache_leftpad (batch,), block_table (batch, max_pages); rotary_cos/sin "
-        "fp32 (rotary_max_pos, rotary_dim / 2). sink_logits: fp32 (heads_q,) attention sinks (in every row's "
-        "softmax denominator, no value). check_device_data: on CUDA copy the int32 side arrays to the host and "
+        "fp32 (rotary_max_pos, rotary_dim / 2). sink_tokens: StreamingLLM sink tokens, the first keys after "
+        "cache_leftpad visible left of the window (CPU only). sink_logits: fp32 (heads_q,) attention sinks (in "
+        "every row's softmax denominator, no value). check_device_data: on CUDA copy the int32 side arrays to the host and "
         "check them before anything runs (synchronizes the stream; not capturable in a CUDA graph); the CPU "
         "always checks them.");
   m.def("kvcache_workspace_size", &kvcache_workspace_size, "q"_a, "k_cache"_a, "v_cache"_a, "cache_seqlens"_a,
@@ -409,7 +413,7 @@ void bind_kvcache(nb::module_& m) {
         "rotary_cos"_a = nb::none(), "rotary_sin"_a = nb::none(), "rotary_interleaved"_a = false,
         "cache_batch_idx"_a = nb::none(), "cache_leftpad"_a = nb::none(), "block_table"_a = nb::none(),
         "page_layout"_a = "NHD", "softmax_scale"_a = nb::none(), "causal"_a = false, "window_left"_a = -1,
-        "window_right"_a = -1, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(),
+        "window_right"_a = -1, "sink_tokens"_a = 0, "softcap"_a = 0.0, "alibi_slopes"_a = nb::none(), "sink_logits"_a = nb::none(),
         "num_splits"_a = 0, "split_size"_a = 0, "check_device_data"_a = false, "impl"_a = "auto",
         "num_threads"_a = 0, "stream"_a = 0,
         "The workspace bytes attention_with_kvcache needs for these arguments (0 on the CPU): the same checks, "

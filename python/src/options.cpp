@@ -24,6 +24,7 @@ void set_options(const Options& o, flashlab::AttentionConfig* c) {
   }
   c->window_left = o.window_left;
   c->window_right = o.window_right;
+  c->sink_tokens = o.sink_tokens;
   c->softcap = static_cast<float>(o.softcap);
   c->dropout_p = static_cast<float>(o.dropout_p);
   c->dropout_seed = o.dropout_seed;

@@ -43,6 +43,7 @@ struct Options {
   std::string impl = "auto";
   int num_threads = 0;
   uintptr_t stream = 0;
+  int64_t sink_tokens = 0;  // StreamingLLM sink tokens; last, so that brace lists without it keep 0
 };
 void set_options(const Options& o, flashlab::AttentionConfig* c);
 

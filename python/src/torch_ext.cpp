@@ -3,9 +3,10 @@
 //   out, lse = flashlab.torch._fwd(*args)          # the forward, through flashlab._core
 //   _torch_ext.attach(out, lse, *args)             # out.grad_fn = FlashlabAttentionBackward
 //
-// `args` are flashlab::fwd's 19 arguments (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+// `args` are flashlab::fwd's 20 arguments (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 // max_seqlen_k, alibi_slopes, sink_logits, rng_state, softmax_scale, causal, causal_align,
-// window_left, window_right, softcap, dropout_p, deterministic, impl), already checked by the
+// window_left, window_right, softcap, dropout_p, deterministic, impl, and sink_tokens when given: it
+// has a default), already checked by the
 // forward. attach() saves what the backward needs and makes `out` the output of a C++ node whose
 // next edges are q, k, v and sink_logits: what torch.autograd.Function.apply does for a Python
 // Function, without the Python. The node's apply() runs on the autograd engine's thread without the
@@ -164,7 +165,7 @@ struct FlashlabAttentionBackward : public Node {
                             c10::SymInt(max_k_), opt(alibi), opt(sinks), opt(rng_state),
                             o.softmax_scale ? c10::IValue(*o.softmax_scale) : c10::IValue(), o.causal,
                             o.causal_align, c10::SymInt(o.window_left), c10::SymInt(o.window_right), o.softcap,
-                            o.dropout_p, deterministic_, o.impl, sink_grad};
+                            o.dropout_p, deterministic_, o.impl, sink_grad, c10::SymInt(o.sink_tokens)};
     op.callBoxed(&stack);
     variable_list grads{stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(), at::Tensor()};
     if (sink_grad) grads[3] = stack[3].toTensor();
@@ -259,11 +260,12 @@ struct FlashlabAttentionBackward : public Node {
 };
 
 // attach(out, lse, q, k, v, cu_q, cu_k, max_q, max_k, alibi, sinks, rng_state, softmax_scale, causal,
-//        causal_align, window_left, window_right, softcap, dropout_p, deterministic, impl) -> None
+//        causal_align, window_left, window_right, softcap, dropout_p, deterministic, impl
+//        [, sink_tokens]) -> None    (sink_tokens: the op's last argument, which has a default)
 PyObject* attach(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != 21) {
-    PyErr_Format(PyExc_TypeError, "attach() takes 21 arguments (%zd given)", nargs);
+  if (nargs != 21 && nargs != 22) {
+    PyErr_Format(PyExc_TypeError, "attach() takes 21 or 22 arguments (%zd given)", nargs);
     return nullptr;
   }
   const at::Tensor out = THPVariable_Unpack(args[0]), lse = THPVariable_Unpack(args[1]);
@@ -286,6 +288,7 @@ PyObject* attach(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   o.dropout_p = PyFloat_AsDouble(args[18]);
   node->deterministic_ = PyObject_IsTrue(args[19]) == 1;
   o.impl = as_str(args[20]);
+  o.sink_tokens = nargs == 22 ? as_int(args[21]) : 0;
   if (PyErr_Occurred()) return nullptr;  // a scalar of the wrong type: `out` is left untouched
   node->set_next_edges(torch::autograd::collect_next_edges(q, k, v, sinks));
   torch::autograd::set_history(out, node);  // lse gets no history: it is not differentiable
@@ -321,7 +324,7 @@ PyObject* set_errors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef g_methods[] = {
     {"attach", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(attach)), METH_FASTCALL,
      "attach(out, lse, *fwd_args): make `out` the output of a C++ autograd node whose backward is "
-     "flashlab's (the arguments are flashlab::fwd's 19, after out and lse)."},
+     "flashlab's (the arguments are flashlab::fwd's 19 or 20, after out and lse)."},
     {"set_errors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_errors)), METH_FASTCALL,
      "set_errors(FlashlabError, UnsupportedError): what a failed backward raises."},
     {nullptr, nullptr, 0, nullptr}};

@@ -3,7 +3,8 @@
 The semantics are flashlab's (include/flashlab/params.h, mask.h): s = scale * q.k, then softcap
 (s = cap * tanh(s / cap)), then ALiBi (s -= slope * |i + shift - j|), then the interval mask;
 LSE in natural log; a row that sees no key gives out 0, LSE -inf and zero gradients; query head h
-reads kv head h // (heads_q // heads_kv).
+reads kv head h // (heads_q // heads_kv). StreamingLLM sink tokens: the first sink_tokens keys are
+visible besides the window, never right of the row's right bound.
 
 numpy_attention: plain NumPy (no torch), with the backward written out (CI runs it).
 torch_attention: the same in torch ops, any dtype; the tests differentiate it with autograd.
@@ -12,7 +13,7 @@ torch_attention: the same in torch ops, any dtype; the tests differentiate it wi
 import numpy as np
 
 
-def visible(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1)):
+def visible(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1), sink_tokens=0):
     """(seqlen_q, seqlen_k) bool: which keys each query sees, and the diagonal shift."""
     shift = seqlen_k - seqlen_q if causal_align == "bottom_right" else 0
     left, right = window
@@ -25,6 +26,8 @@ def visible(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", windo
         keep &= j >= i - left
     if right >= 0:
         keep &= j <= i + right
+    if sink_tokens > 0:  # the first keys, left of the window too, never right of the right bound
+        keep |= (j < sink_tokens) & ((j <= i + right) if right >= 0 else True)
     return keep, shift
 
 
@@ -37,7 +40,7 @@ def _slopes(alibi_slopes, batch, heads):
 
 def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
                     causal_align="bottom_right", window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                    sink_logits=None):  # fmt: skip
+                    sink_logits=None, sink_tokens=0):  # fmt: skip
     """Float64 forward (and backward when dout is given) on (batch, seqlen, heads, head_dim).
 
     Returns a dict with out, lse and, with dout, dq, dk, dv (and dsink with sink_logits; all
@@ -47,7 +50,7 @@ def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
     sk, hkv = k.shape[1], k.shape[2]
     group = hq // hkv
     scale = d**-0.5 if softmax_scale is None else softmax_scale
-    keep, shift = visible(sq, sk, causal, causal_align, window)
+    keep, shift = visible(sq, sk, causal, causal_align, window, sink_tokens)
     # Heads first: (b, h, s, d); kv heads repeated for GQA.
     qh = q.transpose(0, 2, 1, 3)
     kh = np.repeat(k.transpose(0, 2, 1, 3), group, axis=1)
@@ -99,7 +102,8 @@ def numpy_attention(q, k, v, dout=None, *, softmax_scale=None, causal=False,
 
 
 def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="bottom_right",
-                    window=(-1, -1), softcap=0.0, alibi_slopes=None, sink_logits=None):  # fmt: skip
+                    window=(-1, -1), softcap=0.0, alibi_slopes=None, sink_logits=None,
+                    sink_tokens=0):  # fmt: skip
     """numpy_attention's forward in torch ops, differentiable, in q's dtype. Returns (out, lse).
 
     sink_logits (heads_q,): attention sinks, differentiable too: one more score column (logit
@@ -110,7 +114,7 @@ def torch_attention(q, k, v, *, softmax_scale=None, causal=False, causal_align="
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     scale = d**-0.5 if softmax_scale is None else softmax_scale
-    keep, shift = visible(sq, sk, causal, causal_align, window)
+    keep, shift = visible(sq, sk, causal, causal_align, window, sink_tokens)
     keep = torch.from_numpy(keep).to(q.device)
     qh = q.transpose(1, 2)
     kh = k.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)

@@ -275,6 +275,91 @@ def test_sink_errors():
 
 
 # ---------------------------------------------------------------------------------------------
+# StreamingLLM sink tokens (CPU backends): the first keys stay visible left of the window
+# ---------------------------------------------------------------------------------------------
+SINK_TOKEN_CASES = [
+    (2, 113, 113, 4, 2, 32, {"causal": True, "window": (8, 0), "sink_tokens": 4}),
+    # more sinks than the window and than one 64-key block
+    (1, 113, 113, 2, 2, 64, {"causal": True, "window": (16, 0), "sink_tokens": 70}),
+    (1, 17, 113, 3, 1, 40, {"causal": True, "window": (5, 0), "sink_tokens": 1}),
+    # top-left, seqlen_q > seqlen_k: the last rows' windows hold no key, their sinks still do
+    (2, 113, 17, 4, 2, 32, {"causal": True, "causal_align": "top_left", "window": (3, 0), "sink_tokens": 4}),
+    # bottom-right, seqlen_q > seqlen_k: the first rows see no key, sinks included
+    (1, 113, 17, 2, 1, 32, {"causal": True, "window": (3, 0), "sink_tokens": 4}),
+    (1, 113, 113, 2, 2, 32, {"window": (6, 9), "sink_tokens": 4, "softcap": 2.0}),
+    (1, 113, 113, 2, 1, 32, {"window": (30, -1), "causal_align": "top_left", "sink_tokens": 70, "alibi": True}),
+]
+SINK_TOKEN_RUNS = [(c, dt, "cpu_flash") for c in SINK_TOKEN_CASES for dt in DTYPES] + [
+    (c, "float32", "reference") for c in SINK_TOKEN_CASES[:2]
+]
+
+
+@pytest.mark.parametrize("case, dtype, impl", SINK_TOKEN_RUNS,
+                         ids=[f"{case_id(c)}-{dt}-{i}" for c, dt, i in SINK_TOKEN_RUNS])  # fmt: skip
+def test_sink_tokens_vs_float64(case, dtype, impl):
+    rng = np.random.default_rng(zlib.crc32(f"{case_id(case)}/{dtype}/{impl}".encode()))
+    q, k, v, opts = make_inputs(rng, case, DTYPES[dtype])
+    dout = rng.standard_normal(q.shape).astype(DTYPES[dtype])
+    got = run_forward_backward(q, k, v, dout, opts, impl)
+    exact = numpy_attention(q, k, v, dout, **opts)
+    for name in ("out", "dq", "dk", "dv"):
+        baseline = exact[name].astype(DTYPES[dtype])
+        check_close(name, got[name], exact[name], baseline, dtype, scale=exact["scale"][name])
+    check_close("lse", got["lse"], exact["lse"], exact["lse"].astype(np.float32), "float32")
+    # The sinks matter here: without them the result differs.
+    plain = numpy_attention(q, k, v, **dict(opts, sink_tokens=0))
+    assert not np.allclose(plain["out"], exact["out"])
+
+
+def test_sink_tokens_varlen_with_a_sequence_shorter_than_the_sinks():
+    rng = np.random.default_rng(11)
+    lens_q, lens_k = [3, 40, 17], [2, 90, 17]
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    hq, hkv, d = 4, 2, 32
+    q = rng.standard_normal((cu_q[-1], hq, d)).astype(np.float32)
+    k = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
+    v = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    mask = dict(causal=True, window=(5, 0), sink_tokens=4)
+    opts = dict(mask, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=40, max_seqlen_k=90)
+    out, lse = flashlab.attention(q, k, v, **opts)
+    dq, dk, dv = flashlab.attention_backward(dout, q, k, v, out, lse, **opts)
+    for b in range(3):
+        sq, sk = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        ex = numpy_attention(q[None, sq], k[None, sk], v[None, sk], dout[None, sq], **mask)
+        for name, got in (("out", out[sq]), ("dq", dq[sq]), ("dk", dk[sk]), ("dv", dv[sk])):
+            check_close(f"seq{b}.{name}", got[None], ex[name], ex[name].astype(np.float32), "float32",
+                        scale=ex["scale"][name])  # fmt: skip
+        check_close(f"seq{b}.lse", lse[:, sq][None], ex["lse"], ex["lse"].astype(np.float32), "float32")
+
+
+def test_sink_tokens_with_sink_logits():
+    """Both kinds of sink at once: the tokens in the mask, the logits in the denominator."""
+    rng = np.random.default_rng(12)
+    q, k, v, _ = make_inputs(rng, (1, 113, 113, 4, 2, 32, {}), np.float32)
+    dout = rng.standard_normal(q.shape).astype(np.float32)
+    sinks = (np.log(113) + rng.standard_normal(4)).astype(np.float32)
+    opts = dict(causal=True, window=(10, 0), sink_tokens=3)
+    out, lse = flashlab.attention(q, k, v, sink_logits=sinks, **opts)
+    dq, dk, dv, dsink = flashlab.attention_backward(dout, q, k, v, out, lse, sink_logits=sinks, **opts)
+    want = numpy_attention(q, k, v, dout, sink_logits=sinks, **opts)
+    np.testing.assert_allclose(lse, want["lse"], rtol=1e-5, atol=1e-5)
+    for name, got in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv)):
+        np.testing.assert_allclose(got, want[name], rtol=0, atol=1e-4 * max(1.0, np.abs(want[name]).max()), err_msg=name)
+    np.testing.assert_allclose(dsink, want["dsink"], rtol=1e-4, atol=1e-4)
+
+
+def test_sink_tokens_errors():
+    q = np.zeros((1, 4, 2, 8), np.float32)
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_tokens \(-1\) must be >= 0") as e:
+        poisoned_call(q, q, q, sink_tokens=-1)
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(flashlab.FlashlabError, match="sink_tokens must be >= 0"):
+        flashlab.attention_flops(1, 4, 4, 1, 1, 8, sink_tokens=-1)
+
+
+# ---------------------------------------------------------------------------------------------
 # Errors: the Status message arrives as a Python exception, and no output is written
 # ---------------------------------------------------------------------------------------------
 def poisoned_call(q, k, v, out_shape=None, lse_shape=None, **kw):
@@ -415,9 +500,11 @@ def test_extension_exports_only_its_init():
 # ---------------------------------------------------------------------------------------------
 # The FLOP count (flashlab.attention_flops) against a brute-force count of visible pairs
 # ---------------------------------------------------------------------------------------------
-def brute_force_pairs(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1)):
+def brute_force_pairs(seqlen_q, seqlen_k, causal=False, causal_align="bottom_right", window=(-1, -1),
+                      sink_tokens=0):  # fmt: skip
     """Visible (i, j) pairs from the definition in params.h: query i sees key j iff
-    i + shift - left <= j <= i + shift + right (-1 = unbounded), causal adding j <= i + shift."""
+    i + shift - left <= j <= i + shift + right (-1 = unbounded), causal adding j <= i + shift;
+    a key j < sink_tokens needs only the right bound."""
     shift = seqlen_k - seqlen_q if causal_align == "bottom_right" else 0
     left, right = window
     n = 0
@@ -426,7 +513,7 @@ def brute_force_pairs(seqlen_q, seqlen_k, causal=False, causal_align="bottom_rig
             d = i + shift
             if causal and j > d:
                 continue
-            if left >= 0 and j < d - left:
+            if left >= 0 and j < d - left and j >= sink_tokens:
                 continue
             if right >= 0 and j > d + right:
                 continue
@@ -447,6 +534,9 @@ FLOP_MASKS = [  # (seqlen_q, seqlen_k, options)
     (61, 23, {"window": (-1, 4)}),
     (40, 70, {"window": (5, 9), "causal": True}),  # causal: window_right does not widen it
     (70, 40, {"window": (0, 0)}),
+    (50, 50, {"window": (3, 0), "causal": True, "sink_tokens": 4}),
+    (23, 61, {"window": (2, 5), "sink_tokens": 70}),  # more sinks than keys
+    (61, 23, {"window": (1, 0), "causal": True, "causal_align": "top_left", "sink_tokens": 2}),
 ]
 
 
@@ -454,8 +544,8 @@ FLOP_MASKS = [  # (seqlen_q, seqlen_k, options)
 def test_attention_flops_counts_visible_pairs(sq, sk, opts):
     window = opts.get("window", (-1, -1))
     kw = {"causal": opts.get("causal", False), "causal_align": opts.get("causal_align", "bottom_right"),
-          "window_left": window[0], "window_right": window[1]}  # fmt: skip
-    pairs = brute_force_pairs(sq, sk, kw["causal"], kw["causal_align"], window)
+          "window_left": window[0], "window_right": window[1], "sink_tokens": opts.get("sink_tokens", 0)}  # fmt: skip
+    pairs = brute_force_pairs(sq, sk, kw["causal"], kw["causal_align"], window, kw["sink_tokens"])
     batch, heads_q, heads_kv, head_dim = 3, 4, 2, 40
     fwd, bwd = flashlab.attention_flops(batch, sq, sk, heads_q, heads_kv, head_dim, **kw)
     assert fwd == 4 * head_dim * pairs * batch * heads_q

@@ -5,7 +5,8 @@ flash_attn_combine (torch, CPU; skipped without torch).
 The oracle is a small float64 NumPy implementation of docs/kvcache.md written here (not flashlab):
 per sequence it gathers the keys slot by slot from the cache layout, appends the new keys (rotated
 and rounded to the dtype), rotates the queries at their positions, and evaluates the masked
-softmax, with attention sinks as one more logit per head in the denominator and no value.
+softmax, with attention sinks as one more logit per head in the denominator and no value, and
+StreamingLLM sink tokens (the first keys after leftpad) visible left of the window.
 Unfilled and left-padded slots and unused pages are NaN-poisoned: they must not leak.
 """
 
@@ -63,7 +64,7 @@ class Cache:
 
 def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, sin=None, interleaved=False,
               leftpad=None, scale=None, causal=False, window=(-1, -1), softcap=0.0, alibi=None, sinks=None,
-              dtype=np.float32):  # fmt: skip
+              sink_tokens=0, dtype=np.float32):  # fmt: skip
     """(out, lse, k_cache_after, v_cache_after) in float64 (caches in their dtype). `sinks` (heads_q,):
     one more logit sink_h in every row's softmax with no value; a row without keys gets out 0 and
     lse = sink_h (-inf without sinks)."""
@@ -101,13 +102,13 @@ def reference(q, k_cache, v_cache, seqlens, cache, *, k=None, v=None, cos=None, 
                 if alibi is not None:
                     slope = alibi[h] if alibi.ndim == 1 else alibi[b, h]
                     s = s - slope * np.abs(pos - j)
-                vis = np.ones(L, bool)
+                right_ok = np.ones(L, bool)  # the row's right bound
                 if causal:
-                    vis &= j <= pos
-                if window[0] >= 0:
-                    vis &= j >= pos - window[0]
+                    right_ok &= j <= pos
                 if window[1] >= 0:
-                    vis &= j <= pos + window[1]
+                    right_ok &= j <= pos + window[1]
+                vis = right_ok & (j >= pos - window[0]) if window[0] >= 0 else right_ok.copy()
+                vis |= right_ok & (j < sink_tokens)  # sink tokens: keys 0.. after leftpad, left of the window
                 if not vis.any():
                     lse[b, h, i] = sink  # out stays 0: the sink has no value
                     continue
@@ -193,8 +194,8 @@ def run_and_check(P, name, **opts):
 
 
 def run_and_check_impl(P, name, impl, **opts):
-    ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved", "sinks")
-                if kk in opts}  # fmt: skip
+    ref_opts = {kk: opts[kk] for kk in ("causal", "window", "softcap", "alibi", "scale", "interleaved", "sinks",
+                                        "sink_tokens") if kk in opts}  # fmt: skip
     want_out, want_lse, want_kc, want_vc = reference(
         P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], cos=P["cos"],
         sin=P["sin"], leftpad=P["leftpad"], dtype=P["dtype"], **ref_opts)
@@ -204,7 +205,7 @@ def run_and_check_impl(P, name, impl, **opts):
         rotary_interleaved=opts.get("interleaved", False), softmax_scale=opts.get("scale"),
         causal=opts.get("causal", False), window_size=opts.get("window", (-1, -1)),
         softcap=opts.get("softcap", 0.0), alibi_slopes=opts.get("alibi"), num_splits=opts.get("num_splits", 0),
-        split_size=opts.get("split_size", 0), sink_logits=opts.get("sinks"),
+        split_size=opts.get("split_size", 0), sink_logits=opts.get("sinks"), sink_tokens=opts.get("sink_tokens", 0),
         check_device_data=opts.get("check_device_data", False), impl=impl, **P["kw"])
     tol = TOL[P["dtype"]]
     check(f"{name} out", out, want_out, tol)
@@ -286,6 +287,45 @@ def test_fp16():
     P = build(rng_for("fp16"), sq=2, t_new=2, seqlens=(5, 0, 9), dtype=np.float16, layout="NHD", page_size=3,
               rotary_dim=8)
     run_and_check(P, "fp16", causal=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy: StreamingLLM sink tokens (docs/kvcache.md, "Mask and scores")
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sink_tokens", [1, 4, 30])
+@pytest.mark.parametrize("layout,page_size,splits", [("contiguous", None, dict(num_splits=1)),
+                                                     ("NHD", 3, dict(num_splits=3)), ("HND", 1, dict(split_size=5)),
+                                                     ("NHD", 16, dict(num_splits=0))])  # fmt: skip
+def test_sink_tokens(sink_tokens, layout, page_size, splits):
+    """The first sink_tokens keys after leftpad stay visible left of a window that leaves them:
+    leftpad (sequence 1 keeps 3 keys, fewer than 4 sinks), the append with rotary, paged caches and
+    every split setting; against the oracle on both CPU impls. Without the sinks the result differs."""
+    P = build(rng_for(f"sinktok{sink_tokens}{layout}{page_size}{splits}"), sq=2, t_new=2, seqlens=(30, 3, 40),
+              leftpad=(5, 2, 0), capacity=48, layout=layout, page_size=page_size or 4, rotary_dim=8)  # fmt: skip
+    out, lse = run_and_check(P, f"sink_tokens={sink_tokens} {layout}", causal=True, window=(4, 0),
+                             sink_tokens=sink_tokens, **splits)  # fmt: skip
+    plain, _, _, _ = reference(P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"],
+                               cos=P["cos"], sin=P["sin"], leftpad=P["leftpad"], causal=True, window=(4, 0))  # fmt: skip
+    assert not np.allclose(out, plain, atol=1e-3)
+
+
+def test_sink_tokens_fp16_features():
+    rng = rng_for("sinktok-fp16")
+    P = build(rng, sq=3, t_new=3, seqlens=(12, 3, 20), capacity=24, dtype=np.float16, layout="HND", page_size=3)
+    alibi = rng.uniform(0.05, 0.5, (3, 8)).astype(np.float32)
+    run_and_check(P, "sink tokens fp16", causal=True, window=(2, 0), sink_tokens=2, softcap=3.0, alibi=alibi,
+                  sinks=sink_logits(rng))  # fmt: skip
+    P = build(rng, sq=2, seqlens=(12, 3, 20), capacity=24)  # not causal: a window on both sides
+    run_and_check(P, "sink tokens two-sided window", window=(3, 1), sink_tokens=3)
+
+
+def test_sink_tokens_errors_write_nothing():
+    P = build(rng_for("sinktok-err"), sq=1, t_new=1, seqlens=(5, 0, 9))
+    kc = P["k_cache"].copy()
+    with pytest.raises(flashlab.FlashlabError, match=r"sink_tokens \(-1\) must be >= 0"):
+        flashlab.attention_with_kvcache(P["q"], kc, P["v_cache"].copy(), P["seqlens"], k=P["k"], v=P["v"],
+                                        sink_tokens=-1, **P["kw"])  # fmt: skip
+    np.testing.assert_array_equal(kc, P["k_cache"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -566,6 +606,8 @@ FLASH_ATTN3_KVCACHE_KEYWORDS = [
     ("cu_seqlens_q", None), ("cu_seqlens_k_new", None), ("max_seqlen_q", None), ("rotary_seqlens", None),
     ("attention_chunk", 0), ("scheduler_metadata", None), ("pack_gqa", None), ("sm_margin", 0),
 ]
+# flashlab's own keywords, keyword-only after flash-attn 3's: StreamingLLM sink tokens.
+FLASHLAB_KVCACHE_KEYWORDS = [("sink_tokens", 0)]
 
 
 @needs_torch
@@ -577,7 +619,7 @@ def test_flash_attn_with_kvcache_signature():
     params = list(inspect.signature(fa.flash_attn_with_kvcache).parameters.values())
     n = len(FLASH_ATTN_KVCACHE_PARAMS)
     assert [(p.name, p.default) for p in params[:n]] == FLASH_ATTN_KVCACHE_PARAMS
-    assert [(p.name, p.default) for p in params[n:]] == FLASH_ATTN3_KVCACHE_KEYWORDS
+    assert [(p.name, p.default) for p in params[n:]] == FLASH_ATTN3_KVCACHE_KEYWORDS + FLASHLAB_KVCACHE_KEYWORDS
     assert all(p.kind == p.KEYWORD_ONLY for p in params[n:])
 
 
@@ -668,6 +710,35 @@ def test_flash_attn_with_kvcache_torch_features():
             torch.from_numpy(P["v"]), cache_seqlens=torch.from_numpy(P["seqlens"]),
             block_table=torch.from_numpy(P["kw"]["block_table"]))
     np.testing.assert_array_equal(kc2.numpy(), before)
+
+
+@needs_torch
+def test_flash_attn_with_kvcache_torch_sink_tokens():
+    """flashlab's keyword sink_tokens through flash_attn_with_kvcache: torch tensors (bf16 too) and
+    NumPy arrays, against the oracle."""
+    from flashlab.flash_attn_interface import flash_attn_with_kvcache
+
+    P = build(rng_for("torch-sinktok"), sq=2, t_new=2, seqlens=(20, 4, 33), leftpad=(3, 1, 0), capacity=40,
+              layout="NHD", page_size=4)  # fmt: skip
+    want_out, want_lse, _, _ = reference(
+        P["q"], P["k_cache"], P["v_cache"], P["seqlens"], P["cache"], k=P["k"], v=P["v"], leftpad=P["leftpad"],
+        causal=True, window=(3, 0), sink_tokens=4)
+    kw = {kk: torch.from_numpy(vv) for kk, vv in P["kw"].items() if kk != "page_layout"}
+    for dtype, tol in ((torch.float32, 2e-5), (torch.bfloat16, 3e-2)):
+        out, lse = flash_attn_with_kvcache(
+            torch.from_numpy(P["q"]).to(dtype), _t(P["k_cache"], dtype), _t(P["v_cache"], dtype),
+            _t(P["k"], dtype), _t(P["v"], dtype), cache_seqlens=torch.from_numpy(P["seqlens"]), causal=True,
+            window_size=(3, 0), return_softmax_lse=True, sink_tokens=4, **kw)  # fmt: skip
+        if dtype == torch.float32:
+            check("torch sink tokens out", out.numpy(), want_out, tol)
+            check("torch sink tokens lse", lse.numpy(), want_lse, tol)
+        else:  # bf16 inputs: a loose check against the fp32 oracle
+            np.testing.assert_allclose(out.float().numpy(), want_out, atol=tol * 4, rtol=0)
+    nkw = {kk: vv for kk, vv in P["kw"].items() if kk != "page_layout"}
+    out, lse = flash_attn_with_kvcache(P["q"], P["k_cache"].copy(), P["v_cache"].copy(), P["k"], P["v"],
+                                       cache_seqlens=P["seqlens"], causal=True, window_size=(3, 0),
+                                       return_softmax_lse=True, sink_tokens=4, **nkw)  # fmt: skip
+    check("numpy sink tokens out", out, want_out, 2e-5)
 
 
 def _has_cuda():

@@ -72,6 +72,9 @@ CPU_CASES = [  # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim), optio
     ((2, 17, 17, 2, 1, 64), {"causal": True, "causal_align": "top_left"}),
     ((1, 113, 113, 4, 4, 32), {"window": (9, 2), "softcap": 3.0}),
     ((2, 17, 113, 4, 2, 64), {"alibi": True, "softmax_scale": 0.3}),
+    # StreamingLLM sink tokens: 4 left of a short window; 70 (more than one 64-key block), top-left
+    ((1, 113, 113, 4, 2, 32), {"causal": True, "window": (8, 0), "sink_tokens": 4}),
+    ((2, 17, 113, 2, 1, 64), {"causal": True, "causal_align": "top_left", "window": (3, 0), "sink_tokens": 70}),
 ]
 
 
@@ -160,6 +163,12 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.flashlab.fwd.default, args)
     out, lse = torch.ops.flashlab.fwd(*args)
     bwd_args = (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse) + args[3:] + (False,)  # no dsink
+    torch.library.opcheck(torch.ops.flashlab.bwd.default, bwd_args)
+    # StreamingLLM sink tokens (each op's last argument, default 0): 3 keys left of a window of 4.
+    args = args[:13] + (4, -1) + args[15:]
+    torch.library.opcheck(torch.ops.flashlab.fwd.default, args + (3,))
+    out, lse = torch.ops.flashlab.fwd(*args, 3)
+    bwd_args = (dout, q.detach(), k.detach(), v.detach(), out.detach(), lse) + args[3:] + (False, 3)
     torch.library.opcheck(torch.ops.flashlab.bwd.default, bwd_args)
 
 
@@ -254,7 +263,7 @@ def _grads_both_ways(monkeypatch, q, k, v, dout, wrt=None, **opts):
 
 
 @pytest.mark.parametrize("case", ["gqa_causal_window_sinks", "varlen_alibi", "dropout_softcap", "frozen_sinks_dq_only",
-                                  "noncontiguous_dout"])
+                                  "noncontiguous_dout", "sink_tokens"])
 def test_cpu_torch_ext_node_matches_the_python_function(monkeypatch, case):
     """The C++ autograd node (flashlab._torch_ext) gives the Python Function's bits, feature by feature."""
     _torch_ext_or_skip()
@@ -276,6 +285,8 @@ def test_cpu_torch_ext_node_matches_the_python_function(monkeypatch, case):
         opts = dict(dropout_p=0.25, softcap=3.0, generator=torch.Generator().manual_seed(9))
     elif case == "frozen_sinks_dq_only":
         opts, wrt = dict(sink_logits=torch.randn(4, generator=g), causal_align="top_left", causal=True), (0,)
+    elif case == "sink_tokens":  # StreamingLLM sink tokens: the node keeps them for its backward
+        opts = dict(causal=True, window=(5, 0), sink_tokens=6)
     else:
         dout = dout.transpose(1, 2).contiguous().transpose(1, 2)
         opts = dict(softmax_scale=0.3, deterministic=True)
@@ -461,8 +472,10 @@ def test_cuda_side_stream():
         ({"head_dim": 100}, r"head_dim \(100\) is not supported by impl cuda_sm(80|90): supported multiples of 8"),
         ({"softcap": 5.0, "impl": "learn_v4"}, "softcap is not supported by impl learn_v4"),
         ({"head_dim": 96, "impl": "learn_v4"}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
+        ({"sink_tokens": 4, "window": (8, 0)},
+         r"sink_tokens \(StreamingLLM sink tokens\) is not supported by impl cuda_sm(80|90)"),
     ],
-    ids=["fp32", "head_dim264", "head_dim100", "learn_v4_softcap", "learn_v4_head_dim"],
+    ids=["fp32", "head_dim264", "head_dim100", "learn_v4_softcap", "learn_v4_head_dim", "sink_tokens"],
 )
 def test_cuda_unsupported_features_raise(change, message):
     change = dict(change)

@@ -288,6 +288,33 @@ def test_decoder_sinks(page_size):
         plain.run(*args, k=_t(P["k"]), v=_t(P["v"]), sink_logits=_t(sinks))
 
 
+@pytest.mark.parametrize("layout,page_size", [("contiguous", None), ("NHD", 3), ("HND", 16)])
+def test_op_and_decoder_sink_tokens(layout, page_size):
+    """StreamingLLM sink tokens through flashlab::kvcache_attention and KVCacheDecoder: the first
+    keys after leftpad stay visible left of the window (sequence 1 keeps fewer keys than sinks);
+    with the append, GQA 4:1, num_splits 3."""
+    P = build(rng_for(f"op-sinktok{layout}{page_size}"), sq=1, t_new=1, seqlens=(20, 3, 30), leftpad=(4, 1, 0),
+              capacity=40, layout=layout, page_size=page_size or 4, permute_rows=False)  # fmt: skip
+    want_out, want_lse, want_kc, want_vc = _want(P, causal=True, window=(3, 0), sink_tokens=5)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    out, lse = fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                         causal=True, window_size=(3, 0), num_splits=3, sink_tokens=5,
+                                         **_side(P))  # fmt: skip
+    check("op sink tokens out", out.numpy(), want_out, TOL[np.float32])
+    check("op sink tokens lse", lse.numpy(), want_lse, TOL[np.float32])
+    _check_caches(P, kc, vc, want_kc, want_vc)
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    cap = kc.shape[1] if page_size is None else P["kw"]["block_table"].shape[1] * page_size
+    opts = dict(seqlen_new=1, page_size=page_size, page_layout="NHD" if page_size is None else layout)
+    dec = fl.KVCacheDecoder().plan(3, cap, 8, 2, 16, torch.float32, "cpu", causal=True, window_size=(3, 0),
+                                   num_splits=3, sink_tokens=5, **opts)  # fmt: skip
+    side = _side(P)
+    out, lse = dec.run(_t(P["q"]), kc, vc, _t(P["seqlens"]), side.get("block_table"), k=_t(P["k"]), v=_t(P["v"]),
+                       cache_leftpad=side["cache_leftpad"])  # fmt: skip
+    check("decoder sink tokens out", out.numpy(), want_out, TOL[np.float32])
+    check("decoder sink tokens lse", lse.numpy(), want_lse, TOL[np.float32])
+
+
 def test_errors_write_nothing():
     """A page index out of range, mismatched dtypes, a too-short cache: a clear FlashlabError and
     the caches untouched (through the op, the decoder and flash_attn_with_kvcache)."""
@@ -361,6 +388,11 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.flashlab.kvcache_attention.default, with_sinks)
     torch.library.opcheck(torch.ops.flashlab.kvcache_attention_out.default,
                           with_sinks + (torch.empty_like(out), torch.empty_like(lse), None))  # fmt: skip
+    # with StreamingLLM sink tokens (the last argument, after the _out variant's buffers) left of a window
+    with_sink_tokens = args[:15] + (1, -1) + args[17:]
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention.default, with_sink_tokens + (2,))
+    torch.library.opcheck(torch.ops.flashlab.kvcache_attention_out.default,
+                          with_sink_tokens + (torch.empty_like(out), torch.empty_like(lse), None, 2))  # fmt: skip
     parts = (torch.stack([out, out]), torch.stack([lse, lse]))
     torch.library.opcheck(torch.ops.flashlab.kvcache_combine.default, parts + (None,))
     torch.library.opcheck(torch.ops.flashlab.kvcache_combine_out.default,

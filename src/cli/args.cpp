@@ -129,6 +129,7 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
          FLASHLAB_RETURN_IF_ERROR(parse_int(opt, lr[0], &o->window_left));
          return parse_int(opt, lr[1], &o->window_right);
        }},
+      {"--sink-tokens", true, int_opt(&o->sink_tokens)},
       {"--softcap", true,
        [o](const std::string& opt, const std::string& v) { return parse_float(opt, v, &o->softcap); }},
       {"--alibi", false, flag(&o->alibi)},
@@ -302,6 +303,8 @@ mask and scores:
   --causal             causal mask
   --align A            bottom-right (FlashAttention) | top-left (PyTorch SDPA); default bottom-right
   --window L,R         sliding window: L keys left, R keys right of the diagonal (-1 = unbounded)
+  --sink-tokens N      StreamingLLM sink tokens: the first N keys stay visible left of the window
+                       (cpu backends; the CUDA ones refuse it)
   --softcap C          s = C * tanh(s / C)
   --alibi              ALiBi with the standard slopes 2^(-8h/H)
   --sinks              attention sinks: one random logit per query head (cpu backends)

@@ -31,6 +31,7 @@ struct BenchOptions {
   CausalAlign align = CausalAlign::kBottomRight;
   int64_t window_left = -1;
   int64_t window_right = -1;
+  int64_t sink_tokens = 0;  // StreamingLLM sink tokens (CPU backends)
   float softcap = 0.0f;
   bool alibi = false;
   bool sinks = false;  // attention sinks, one logit per query head (CPU backends)

@@ -24,6 +24,7 @@ testing::ProblemSpec make_spec(const BenchOptions& o) {
   s.causal_align = o.align;
   s.window_left = o.window_left;
   s.window_right = o.window_right;
+  s.sink_tokens = o.sink_tokens;
   s.softcap = o.softcap;
   s.alibi = o.alibi;
   s.sinks = o.sinks;
@@ -87,6 +88,7 @@ void ShapeOnlyParams::fill(AttentionConfig* c, Impl impl) const {
   c->causal_align = s.causal_align;
   c->window_left = s.window_left;
   c->window_right = s.window_right;
+  c->sink_tokens = s.sink_tokens;
   c->dropout_p = s.dropout_p;
   c->dropout_seed = s.dropout_seed;
   if (!cu_q_.empty()) {

@@ -204,7 +204,7 @@ void print_json(const BenchReport& r, std::ostream& os) {
      << ", \"align\": "
      << jstr(s.causal_align == CausalAlign::kBottomRight ? "bottom-right" : "top-left")
      << ", \"window\": [" << s.window_left << ", " << s.window_right
-     << "], \"softcap\": " << jnum(s.softcap) << ", \"alibi\": " << jbool(s.alibi)
+     << "], \"sink_tokens\": " << s.sink_tokens << ", \"softcap\": " << jnum(s.softcap) << ", \"alibi\": " << jbool(s.alibi)
      << ", \"sinks\": " << jbool(s.sinks)
      << ", \"dropout\": " << jnum(s.dropout_p) << ", \"seed\": " << o.seed
      << ", \"varlen_q\": " << jarray(s.lens_q) << ", \"varlen_k\": " << jarray(s.lens_k)
