@@ -4,7 +4,9 @@
 //   Sweep*      a randomized sweep, forward and backward, over every feature: seqlens 1, 17, 113,
 //               203, 1023 (sq != sk both ways), GQA ratios 1, 2, 8, head dims 1..512, causal in
 //               both alignments, windows, softcap, ALiBi, dropout, varlen with empty sequences,
-//               padded row strides, fp32 / fp16 / bf16. FLASHLAB_LONG_TESTS=1 adds many more cases.
+//               padded row strides, attention sinks, StreamingLLM sink tokens, fp32 / fp16 / bf16.
+//               FLASHLAB_LONG_TESTS=1 adds many more cases.
+//   SinkTokens* the sink tokens' key-block walk, and cpu_flash against float64 over their shapes.
 //   Props*      bitwise properties: determinism, thread count, memory layout, O(seqlen) scratch.
 //
 // Tolerance (STYLE.md rule 10). Inputs are rounded to the dtype once; then
@@ -435,6 +437,13 @@ const Feature kFeatures[] = {
        s.lens_k = {203, 5, 0, 113, 1};
        if (pick(r, {0, 1})) std::swap(s.lens_q, s.lens_k);
        s.sinks = s.causal = true, s.dropout_p = 0.1f, s.alibi = true, s.softcap = 8.0f;
+     }},
+    // StreamingLLM sink tokens left of a left window (kept when a feature drawn before set one).
+    {"sink_tokens",
+     [](ft::ProblemSpec& s, std::mt19937_64& r) {
+       s.sink_tokens = pick(r, {1, 4, 70});
+       if (s.window_left < 0) s.window_left = pick(r, {0, 16, 40});
+       if (pick(r, {0, 1})) s.causal = true;
      }},
 };
 
