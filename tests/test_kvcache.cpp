@@ -722,7 +722,7 @@ TEST(KvCache, ErrorsWriteNothing) {
   w2.p.device = Device::kCUDA;
   st = attention_with_kvcache(w2.p);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.message();
-  // Sink tokens: refused on CUDA (tests/gpu/test_cuda_kvcache.cpp), validated everywhere.
+  // Sink tokens: validated everywhere (CUDA runs them: tests/gpu/test_cuda_kvcache.cpp).
   w2.p.sink_tokens = -1;
   w2.p.device = Device::kCPU;
   st = attention_with_kvcache(w2.p);

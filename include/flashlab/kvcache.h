@@ -35,8 +35,8 @@ enum class RotaryStyle : int {
 // AttentionConfig's fields keep their meaning: dtype (of q and out; cache_dtype must match),
 // device, impl, batch, seqlen_q, heads_q, heads_kv, head_dim, softmax_scale, softcap, ALiBi,
 // causal (always bottom-right against the attended length: causal_align must be kBottomRight),
-// window, sink_tokens (the first sink_tokens keys after cache_leftpad; CPU only: on CUDA the
-// attention refuses sink_tokens > 0), num_threads, stream, workspace. Unused here: seqlen_k (set from the cache), dropout
+// window, sink_tokens (the first sink_tokens keys after cache_leftpad; every impl: on CUDA one more
+// split), num_threads, stream, workspace. Unused here: seqlen_k (set from the cache), dropout
 // (must be 0), cu_seqlens (must be null).
 struct KvCacheParams : AttentionConfig {
   TensorRef q;  // (batch, seqlen_q, heads_q, head_dim); unused by kvcache_append

@@ -3,7 +3,7 @@
 // Causal masking and the sliding window are both interval constraints on the key index, so every
 // query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). StreamingLLM sink
 // tokens add a second range before it, [0, sink_keys(m, i)) (docs/design/sink-tokens.md; the CPU
-// backends use it, the CUDA ones refuse sink tokens yet). All backends use these functions, so
+// backends and the CUDA decode kernels use it, the CUDA training kernels refuse sink tokens yet). All backends use these functions, so
 // they cannot disagree on the mask.
 #pragma once
 

@@ -341,8 +341,8 @@ class KVCacheDecoder:
         ``run()``. ``check_device_data=True`` makes every run check the int32 side tensors on the
         host first (see :func:`attention_with_kvcache`): on CUDA each run then synchronizes and
         cannot be captured in a CUDA graph (refused during capture); for debugging. ``sink_tokens``:
-        StreamingLLM sink tokens (CPU only for now: planning them on CUDA raises
-        :class:`flashlab.UnsupportedError`). Returns self."""
+        StreamingLLM sink tokens (the first keys after ``cache_leftpad`` stay visible left of the
+        window; on CUDA one more split). Returns self."""
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())

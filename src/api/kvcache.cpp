@@ -75,13 +75,6 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
   c.seqlen_k = kv::capacity(p);
   if (!attend && c.seqlen_q < 1) c.seqlen_q = 1;
   FLASHLAB_RETURN_IF_ERROR(validate_config(c));
-  // docs/design/sink-tokens.md: the decode kernels have no sink tokens yet (the append alone does
-  // not use them). Checked on the host before anything else of the device's, so in any build.
-  if (attend && p.sink_tokens > 0 && p.device != Device::kCPU)
-    return Status::Unsupported(std::string("sink_tokens (StreamingLLM sink tokens) is not supported on the "
-                                           "KV-cache path on device ") +
-                               to_string(p.device) + " yet: on the cpu impl cpu_flash and reference serve it");
-
   if (p.cache_dtype != p.dtype)
     return invalid("cache_dtype (", to_string(p.cache_dtype), ") must equal dtype (", to_string(p.dtype),
                    "): caches of another type than the queries are not supported yet");

@@ -304,7 +304,7 @@ mask and scores:
   --align A            bottom-right (FlashAttention) | top-left (PyTorch SDPA); default bottom-right
   --window L,R         sliding window: L keys left, R keys right of the diagonal (-1 = unbounded)
   --sink-tokens N      StreamingLLM sink tokens: the first N keys stay visible left of the window
-                       (cpu backends; the CUDA ones refuse it)
+                       (cpu backends; the CUDA training kernels refuse it)
   --softcap C          s = C * tanh(s / C)
   --alibi              ALiBi with the standard slopes 2^(-8h/H)
   --sinks              attention sinks: one random logit per query head (cpu backends)

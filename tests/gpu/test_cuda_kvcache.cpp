@@ -6,8 +6,9 @@
 // 4, 8; seqlen_q 1..16; ragged cache lengths including 0, and 5 % long caches (B 1, 4k-64k keys);
 // contiguous caches (with and without
 // cache_batch_idx) and paged ones (page sizes 1, 3, 16, 64, 256; NHD and HND); leftpad; causal,
-// windows, softcap, ALiBi; splits auto / 1 / 3 / 7 and fixed split sizes; the fused append
-// (seqlen_new 1..17) with rotary (NeoX / interleaved, rotary_dim = head_dim or about half), sinks;
+// windows (with StreamingLLM sink tokens), softcap, ALiBi; splits auto / 1 / 3 / 7 and fixed split
+// sizes; the fused append (seqlen_new 1..17) with rotary (NeoX / interleaved, rotary_dim = head_dim
+// or about half), sinks;
 // impl auto / cuda_sm80 / cuda_sm90. Unfilled cache slots and the outputs are NaN-poisoned: a slot
 // that leaks or a row left unwritten fails; the cache after the call must equal the reference's
 // bit for bit. AppendSweep: kvcache_append alone (bf16, fp16, fp32, vector and scalar paths),
@@ -99,7 +100,7 @@ TEST(CudaKvCache, SweepAgainstReference) {
   };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   std::normal_distribution<float> n01(0.f, 1.f);
-  int failed = 0, ran = 0, ran_long = 0, ran_sq16 = 0;
+  int failed = 0, ran = 0, ran_long = 0, ran_sq16 = 0, ran_sink_tokens = 0;
   for (int it = 0; it < n_cases && failed < 10; ++it) {
     const DType dt = chance(0.5) ? DType::kBFloat16 : DType::kFloat16;
     const int64_t d = pick({64, 128, 256, 40, 72, 200, 128, 128});
@@ -145,7 +146,8 @@ TEST(CudaKvCache, SweepAgainstReference) {
     p.heads_kv = hk;
     p.head_dim = d;
     p.causal = causal;
-    if (chance(0.2)) p.window_left = pick({0, 5, 100});
+    if (chance(0.3)) p.window_left = pick({0, 5, 100});
+    if (p.window_left >= 0 && chance(0.6)) p.sink_tokens = pick({1, 4, 70});
     if (!causal && chance(0.1)) p.window_right = pick({0, 3});
     if (chance(0.15)) p.softcap = 5.0f;
     std::vector<float> slopes;
@@ -255,7 +257,11 @@ TEST(CudaKvCache, SweepAgainstReference) {
                              std::to_string(p.split_size) + " new " + std::to_string(snew) +
                              (rotary ? " rotary" + std::to_string(rot_dim) + (style == RotaryStyle::kNeoX ? "neox" : "gptj")
                                      : "") +
-                             (sinks ? " sinks" : "") + " impl " + to_string(impl);
+                             (sinks ? " sinks" : "") +
+                             (p.sink_tokens > 0 ? " window " + std::to_string(p.window_left) + " sink_tokens " +
+                                                      std::to_string(p.sink_tokens)
+                                                : "") +
+                             " impl " + to_string(impl);
     Status st = attention_with_kvcache(p);
     ASSERT_TRUE(st.ok()) << what << " (reference): " << st.to_string();
 
@@ -298,6 +304,7 @@ TEST(CudaKvCache, SweepAgainstReference) {
     ++ran;
     ran_long += long_cache ? 1 : 0;
     ran_sq16 += sq == 16 ? 1 : 0;
+    ran_sink_tokens += p.sink_tokens > 0 ? 1 : 0;
     const std::vector<uint16_t> out = dout.get(q.size());
     const std::vector<float> lse = dlse.get(lse_ref.size());
     // The fused append stores bit for bit what the reference stores (NaN slots included).
@@ -324,8 +331,9 @@ TEST(CudaKvCache, SweepAgainstReference) {
                     << (nan ? " NaN in the output" : "") << (cache_same ? "" : " cache differs after the append");
     }
   }
-  std::printf("[ kv sweep ] kernel %s: %d cases run (%d with a 4k-64k cache, %d with seqlen_q 16), %d failed\n",
-              detail::decode_kernel_name(detail::decode_kernel()), ran, ran_long, ran_sq16, failed);
+  std::printf("[ kv sweep ] kernel %s: %d cases run (%d with a 4k-64k cache, %d with seqlen_q 16, %d with sink "
+              "tokens), %d failed\n",
+              detail::decode_kernel_name(detail::decode_kernel()), ran, ran_long, ran_sq16, ran_sink_tokens, failed);
 }
 
 // FLASHLAB_KV_BENCH=1: decode bandwidth at issue 14's shapes, bf16, hdim 128, median of 20 timed
@@ -791,9 +799,11 @@ bool run_gpu(KvCacheParams p, const std::string& what) {
 
 // Sinks with the fused append + rotary (NeoX, full head dim) under splits 1, 7 and auto, and
 // under both kernels: each against the float64 reference; the split settings agree closely.
-TEST(CudaKvCache, SinksEverySplitSetting) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  GpuProblem pr(21);
+// One GpuProblem against the CPU reference under splits 1, 7 and auto, both kernels; `tweak` sets
+// the feature under test on the host params (the device params copy it).
+void check_every_split_setting(uint64_t seed, void (*tweak)(KvCacheParams*)) {
+  GpuProblem pr(seed);
+  tweak(&pr.host);
   const size_t n_out = pr.q.size(), n_lse = pr.B * pr.hq * pr.sq;
   std::vector<uint16_t> kc_ref = pr.kc, vc_ref = pr.vc, out_ref(n_out);
   std::vector<float> lse_ref(n_lse);
@@ -833,6 +843,11 @@ TEST(CudaKvCache, SinksEverySplitSetting) {
   detail::set_decode_kernel(env_kernel);
 }
 
+TEST(CudaKvCache, SinksEverySplitSetting) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  check_every_split_setting(21, [](KvCacheParams*) {});
+}
+
 // impl auto on a CUDA device runs the CUDA path: bitwise what cuda_sm80 and cuda_sm90 (an alias)
 // give; impl reference / cpu_flash on a CUDA device are refused (kUnsupported) with nothing written.
 TEST(CudaKvCache, AutoDispatch) {
@@ -863,29 +878,19 @@ TEST(CudaKvCache, AutoDispatch) {
   EXPECT_TRUE(outs[0] == outs[2]) << "auto and cuda_sm90 differ";
 }
 
-// StreamingLLM sink tokens (docs/design/sink-tokens.md) are CPU-only for now: the CUDA attention
-// refuses sink_tokens > 0 (kUnsupported) with nothing written, the fused append included.
-TEST(CudaKvCache, SinkTokensRefused) {
+TEST(CudaKvCache, SinkTokensEverySplitSetting) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  GpuProblem pr(5);
-  const size_t n_out = pr.q.size(), n_lse = pr.B * pr.hq * pr.sq;
-  for (const Impl impl : {Impl::kAuto, Impl::kCudaSm80, Impl::kCudaSm90}) {
-    const uint16_t nan_bits = to_bits(NAN, pr.dt);
-    Dev<uint16_t> dq(pr.q), dk(pr.kc), dv(pr.vc), dkn(pr.kn), dvn(pr.vn), dout(std::vector<uint16_t>(n_out, nan_bits));
-    Dev<float> dlse(std::vector<float>(n_lse, NAN)), dsink(pr.sinks), dcos(pr.cos_t), dsin(pr.sin_t);
-    Dev<int32_t> dlens(pr.lens);
-    KvCacheParams g = pr.host;
-    g.device = Device::kCUDA;
-    g.impl = impl;
-    g.window_left = 4;
-    g.sink_tokens = 2;
-    pr.point(&g, dq.ptr, dout.ptr, dlse.ptr, dk.ptr, dv.ptr, dkn.ptr, dvn.ptr, dlens.ptr, dsink.ptr, dcos.ptr, dsin.ptr);
-    const Status st = attention_with_kvcache(g);
-    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << to_string(impl) << ": " << st.to_string();
-    EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.message();
-    EXPECT_TRUE(dk.get(pr.kc.size()) == pr.kc) << to_string(impl) << ": cache written";
-    EXPECT_TRUE(dout.get(n_out) == std::vector<uint16_t>(n_out, nan_bits)) << to_string(impl) << ": out written";
-  }
+  // StreamingLLM sink tokens (the sink split, decode_kernel.cuh) beside a window of 4 keys, with
+  // the learnable sinks of GpuProblem; the caches hold 17 / 113 / 1022 keys + 1 appended.
+  check_every_split_setting(22, [](KvCacheParams* p) {
+    p->window_left = 4;
+    p->sink_tokens = 3;
+  });
+  // More sink tokens than the shortest sequence's keys, a wider window.
+  check_every_split_setting(23, [](KvCacheParams* p) {
+    p->window_left = 40;
+    p->sink_tokens = 70;
+  });
 }
 
 // Bad inputs: an error Status and not a byte of the cache, out or lse written. Host-checkable rules

@@ -81,7 +81,7 @@ int ctas_per_sm(const KvCacheParams& p, DecodeKernel kernel) {
 // per split. Measured on the H100 (docs/perf.md, "Decode: the split rule"): B 32 GQA 32/8 (256
 // CTAs, 264 slots) one split, 2.06 / 2.70 TB/s at 1k / 4k where the previous rule's 2 / 5 splits
 // gave 1.85 / 2.46; B 1 at 128k 32 splits (33: 2.58, 64: 2.27); B 4 at 8k 8 (1.89, 16: 1.70).
-int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
+int regular_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   const int64_t cap = capacity(p);
   if (p.split_size > 0) {
     const int64_t n = (cap + p.split_size - 1) / p.split_size;
@@ -103,6 +103,14 @@ int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   for (int64_t n = 1; n <= n_max; ++n)
     if (fill(n) >= best - 0.05) return static_cast<int>(n);
   return 1;
+}
+
+// StreamingLLM sink tokens take one more split, the last (decode_kernel.cuh, DecodeParams::sink_split),
+// where a left window can hide them; without one every row's window starts at key 0 and the sinks
+// change nothing. The splits above ignore it: it reads at most sink_tokens keys.
+int sink_split(const KvCacheParams& p) { return p.sink_tokens > 0 && p.window_left >= 0 ? 1 : 0; }
+int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
+  return regular_splits(p, sm_count, kernel) + sink_split(p);
 }
 
 int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -371,6 +379,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.window_right = m.right;
   dp.num_splits = splits;
   dp.split_size = p.split_size;
+  dp.sink_tokens = p.sink_tokens;
+  dp.sink_split = sink_split(p);
   if (splits > 1) {
     const int64_t rows = int64_t(splits) * p.batch * p.seqlen_q * p.heads_q;
     dp.o_partial = static_cast<float*>(p.workspace);

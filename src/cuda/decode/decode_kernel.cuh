@@ -90,9 +90,16 @@ struct DecodeParams {
   // attention sinks (heads_q) or null: added where the splits are merged (merge_and_store with one
   // split, combine_kernel otherwise), never to a split's partial, so every split count agrees
   const float* sink_logits = nullptr;
-  // splits: split_size > 0 fixes the keys per split; else each sequence is cut into num_splits
+  // splits: split_size > 0 fixes the keys per split; else each sequence is cut into the
+  // num_splits - sink_split regular splits
   int num_splits = 1;
   int64_t split_size = 0;
+  // StreamingLLM sink tokens (docs/design/sink-tokens.md): a row also sees keys [0, s_i),
+  // s_i = sink_keys(). They are one more split, the last (sink_split = 1 where a left window can
+  // hide them; decode.cu), whose rows see only [0, s_i): disjoint from the window the regular
+  // splits cover, so the combine merges them as any split.
+  int64_t sink_tokens = 0;
+  int sink_split = 0;
   float* o_partial = nullptr;    // (num_splits, batch, seqlen_q, heads_q, head_dim) fp32
   float* lse_partial = nullptr;  // (num_splits, batch, heads_q, seqlen_q) fp32
 };
@@ -182,16 +189,24 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int rows_per_
   return w;
 }
 
-// The keys of sequence b (L of them, the first at cache slot lp) and this split's part [n0, n1).
+// The keys of sequence b (L of them, the first at cache slot lp) and this split's part [n0, n1);
+// *sinks: this is the sink tokens' split (keys [0, min(sink_tokens, L)); row_keys).
 __device__ __forceinline__ void split_keys(const DecodeParams& p, int b, int split, int64_t* lp, int64_t* L,
-                                           int64_t* n0, int64_t* n1) {
+                                           int64_t* n0, int64_t* n1, bool* sinks) {
   *lp = p.cache_leftpad != nullptr ? p.cache_leftpad[b] : 0;
   *L = int64_t(p.cache_seqlens[b]) + p.seqlen_new - *lp;
+  *sinks = p.sink_split != 0 && split == p.num_splits - 1;
+  if (*sinks) {
+    *n0 = 0;
+    *n1 = p.sink_tokens < *L ? p.sink_tokens : *L;
+    return;
+  }
   if (p.split_size > 0) {
     *n0 = int64_t(split) * p.split_size;
     *n1 = *n0 + p.split_size;
   } else {
-    const int64_t size = *L > 0 ? (*L + p.num_splits - 1) / p.num_splits : 1;
+    const int regular = p.num_splits - p.sink_split;
+    const int64_t size = *L > 0 ? (*L + regular - 1) / regular : 1;
     *n0 = int64_t(split) * size;
     *n1 = *n0 + size;
   }
@@ -208,7 +223,20 @@ __device__ __forceinline__ RowMask sequence_mask(const DecodeParams& p, int64_t 
   mask.shift = L - p.seqlen_q;
   mask.left = p.window_left;
   mask.right = p.window_right;
+  mask.sink = p.sink_tokens;
   return mask;
+}
+
+// Row i's keys in a split, before the clamp to the split: its window [lo, hi] (visible_keys), or
+// in the sink split its sink tokens [0, s_i) (every one left of lo: sink_keys).
+__device__ __forceinline__ void split_visible_keys(const RowMask& mask, int64_t i, bool sinks, int64_t* lo,
+                                                   int64_t* hi) {
+  if (sinks) {
+    *lo = 0;
+    *hi = sink_keys(mask, i) - 1;
+  } else {
+    visible_keys(mask, i, lo, hi);
+  }
 }
 
 // One query row of a CTA: row rr of the (kv head's) rows is query i = rr / group, query head
@@ -228,13 +256,13 @@ struct RowKeys {
   float slope;
 };
 __device__ __forceinline__ RowKeys row_keys(const DecodeParams& p, const RowMask& mask, int b, int hk, int rr,
-                                            int64_t n0, int64_t n1) {
+                                            int64_t n0, int64_t n1, bool sinks) {
   RowKeys k{0, -1, 0, 0.0f};
   const int i = rr / p.group;
   k.diag = static_cast<int>(i + mask.shift);
   if (rr >= p.rows) return k;
   int64_t lo64, hi64;
-  visible_keys(mask, i, &lo64, &hi64);
+  split_visible_keys(mask, i, sinks, &lo64, &hi64);
   if (lo64 < n0) lo64 = n0;
   if (hi64 > n1 - 1) hi64 = n1 - 1;
   if (lo64 > hi64) return k;  // no key of this row in this split
@@ -336,7 +364,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const bool chunk_in = c * 8 < p.head_dim;
 
   int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
-  split_keys(p, b, split, &lp, &L, &n0, &n1);
+  bool sinks;
+  split_keys(p, b, split, &lp, &L, &n0, &n1, &sinks);
   const RowMask mask = sequence_mask(p, L);
 
   // The rows: their visible keys inside this split, as row_keys() computes them (written out here:
@@ -364,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     if (rr >= p.rows) continue;
     int64_t lo64, hi64;
-    visible_keys(mask, i, &lo64, &hi64);
+    split_visible_keys(mask, i, sinks, &lo64, &hi64);
     if (lo64 < n0) lo64 = n0;
     if (hi64 > n1 - 1) hi64 = n1 - 1;
     if (lo64 > hi64) {  // no key of this row in this split

@@ -181,7 +181,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   const int g = lane / 4, t = lane % 4;  // the MMA fragment coordinates (see the wrappers)
 
   int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
-  split_keys(p, b, split, &lp, &L, &n0, &n1);
+  bool sinks;             // the sink tokens' split (decode_kernel.cuh, DecodeParams::sink_split)
+  split_keys(p, b, split, &lp, &L, &n0, &n1, &sinks);
   const RowMask mask = sequence_mask(p, L);
 
   // The keys the CTA streams: the union of its rows' visible keys in this split; and the keys every
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   int64_t k_begin = n1, k_end = n0;
   int all_lo = 0, all_hi = 0x7fffffff;
   for (int r = 0; r < kRows; ++r) {
-    const RowKeys rk = row_keys(p, mask, b, hk, row0 + r, n0, n1);
+    const RowKeys rk = row_keys(p, mask, b, hk, row0 + r, n0, n1, sinks);
     if (rk.lo <= rk.hi) {
       if (rk.lo < k_begin) k_begin = rk.lo;
       if (rk.hi + 1 > k_end) k_end = rk.hi + 1;
@@ -208,8 +209,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // row group's, and this thread's two rows of every C fragment g and g + 8 of them.
   const int col_part = warp % kColSplit, key_part = (warp / kColSplit) % kKeyWarps;
   const int wrow0 = 16 * (warp / (kColSplit * kKeyWarps));
-  const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + wrow0 + g, n0, n1),
-                           row_keys(p, mask, b, hk, row0 + wrow0 + g + 8, n0, n1)};
+  const RowKeys rows[2] = {row_keys(p, mask, b, hk, row0 + wrow0 + g, n0, n1, sinks),
+                           row_keys(p, mask, b, hk, row0 + wrow0 + g + 8, n0, n1, sinks)};
   // Row groups: a warp whose 16 rows are all padding (rows not a multiple of the CTA's) computes nothing.
   const bool warp_idle = row0 + wrow0 >= p.rows;
   const int n_tiles = k_begin < k_end ? static_cast<int>((k_end - k_begin + kBlockN - 1) / kBlockN) : 0;
