@@ -137,27 +137,31 @@ def test_strided_views_are_used_in_place():
     np.testing.assert_array_equal(lse, lse_want)
 
 
-def test_varlen_matches_each_sequence():
-    rng = np.random.default_rng(4)
-    lens_q, lens_k = [5, 1, 17], [9, 17, 1]
+def check_varlen_against_each_sequence(rng, lens_q, lens_k, **mask):
+    """A packed fp32 batch (heads 4 / 2, head dim 32) through flashlab.attention and its backward
+    with `mask`, each sequence against numpy_attention on that sequence alone."""
+    hq, hkv, d = 4, 2, 32
     cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    hq, hkv, d = 4, 2, 32
     q = rng.standard_normal((cu_q[-1], hq, d)).astype(np.float32)
     k = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
     v = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
     dout = rng.standard_normal(q.shape).astype(np.float32)
-    opts = dict(causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=17, max_seqlen_k=17)
+    opts = dict(mask, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
     out, lse = flashlab.attention(q, k, v, **opts)
     assert lse.shape == (hq, cu_q[-1])
     dq, dk, dv = flashlab.attention_backward(dout, q, k, v, out, lse, **opts)
-    for b in range(3):
+    for b in range(len(lens_q)):
         sq, sk = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
-        ex = numpy_attention(q[None, sq], k[None, sk], v[None, sk], dout[None, sq], causal=True)
+        ex = numpy_attention(q[None, sq], k[None, sk], v[None, sk], dout[None, sq], **mask)
         for name, got in (("out", out[sq]), ("dq", dq[sq]), ("dk", dk[sk]), ("dv", dv[sk])):
             check_close(f"seq{b}.{name}", got[None], ex[name], ex[name].astype(np.float32), "float32",
-                        scale=ex["scale"][name])
+                        scale=ex["scale"][name])  # fmt: skip
         check_close(f"seq{b}.lse", lse[:, sq][None], ex["lse"], ex["lse"].astype(np.float32), "float32")
+
+
+def test_varlen_matches_each_sequence():
+    check_varlen_against_each_sequence(np.random.default_rng(4), [5, 1, 17], [9, 17, 1], causal=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,26 +316,8 @@ def test_sink_tokens_vs_float64(case, dtype, impl):
 
 
 def test_sink_tokens_varlen_with_a_sequence_shorter_than_the_sinks():
-    rng = np.random.default_rng(11)
-    lens_q, lens_k = [3, 40, 17], [2, 90, 17]
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    hq, hkv, d = 4, 2, 32
-    q = rng.standard_normal((cu_q[-1], hq, d)).astype(np.float32)
-    k = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
-    v = rng.standard_normal((cu_k[-1], hkv, d)).astype(np.float32)
-    dout = rng.standard_normal(q.shape).astype(np.float32)
-    mask = dict(causal=True, window=(5, 0), sink_tokens=4)
-    opts = dict(mask, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=40, max_seqlen_k=90)
-    out, lse = flashlab.attention(q, k, v, **opts)
-    dq, dk, dv = flashlab.attention_backward(dout, q, k, v, out, lse, **opts)
-    for b in range(3):
-        sq, sk = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
-        ex = numpy_attention(q[None, sq], k[None, sk], v[None, sk], dout[None, sq], **mask)
-        for name, got in (("out", out[sq]), ("dq", dq[sq]), ("dk", dk[sk]), ("dv", dv[sk])):
-            check_close(f"seq{b}.{name}", got[None], ex[name], ex[name].astype(np.float32), "float32",
-                        scale=ex["scale"][name])  # fmt: skip
-        check_close(f"seq{b}.lse", lse[:, sq][None], ex["lse"], ex["lse"].astype(np.float32), "float32")
+    check_varlen_against_each_sequence(np.random.default_rng(11), [3, 40, 17], [2, 90, 17], causal=True,
+                                       window=(5, 0), sink_tokens=4)
 
 
 def test_sink_tokens_with_sink_logits():
