@@ -1,0 +1,26 @@
+"""Mutant: the sinks not cut at the window's left edge: s_i = min(n, hi_i + 1), so they count window keys too."""
+
+
+def interval(i, seqlen_q, seqlen_k, causal, window_left):
+    shift = seqlen_k - seqlen_q
+    lo = 0 if window_left < 0 else max(0, i + shift - window_left)
+    hi = min(seqlen_k - 1, i + shift) if causal else seqlen_k - 1
+    return lo, hi
+
+
+def sink_keys(i, seqlen_q, seqlen_k, causal, window_left, sink_tokens):
+    lo, hi = interval(i, seqlen_q, seqlen_k, causal, window_left)
+    return max(0, min(sink_tokens, hi + 1))
+
+
+def key_blocks(q_block, block_q, block_k, seqlen_q, seqlen_k, causal, window_left, sink_tokens):
+    i0 = q_block * block_q
+    i1 = min(i0 + block_q, seqlen_q) - 1
+    lo0, _ = interval(i0, seqlen_q, seqlen_k, causal, window_left)
+    lo1, hi1 = interval(i1, seqlen_q, seqlen_k, causal, window_left)
+    blocks = set()
+    if hi1 >= lo1:  # the window's union [lo0, hi1] (algorithm/block_skipping)
+        blocks.update(range(lo0 // block_k, hi1 // block_k + 1))
+    s1 = sink_keys(i1, seqlen_q, seqlen_k, causal, window_left, sink_tokens)  # the largest s_i
+    blocks.update(range(0, -(-s1 // block_k)))  # the sink keys [0, s1): blocks 0 .. ceil(s1 / Bc) - 1
+    return sorted(blocks)
