@@ -73,8 +73,9 @@ RUNS = [(c, dt, "cpu_flash") for c in CASES for dt in DTYPES] + [
 ]
 
 
-@pytest.mark.parametrize("case, dtype, impl", RUNS, ids=[f"{case_id(c)}-{dt}-{i}" for c, dt, i in RUNS])
-def test_forward_backward_vs_float64(case, dtype, impl):
+def check_vs_float64(case, dtype, impl):
+    """One case through `impl`'s forward and backward against float64, on fresh inputs seeded by the
+    case; returns the inputs, the options and the float64 result."""
     rng = np.random.default_rng(zlib.crc32(f"{case_id(case)}/{dtype}/{impl}".encode()))
     q, k, v, opts = make_inputs(rng, case, DTYPES[dtype])
     dout = rng.standard_normal(q.shape).astype(DTYPES[dtype])
@@ -84,6 +85,12 @@ def test_forward_backward_vs_float64(case, dtype, impl):
         baseline = exact[name].astype(DTYPES[dtype])  # a perfect result, stored in the dtype
         check_close(name, got[name], exact[name], baseline, dtype, scale=exact["scale"][name])
     check_close("lse", got["lse"], exact["lse"], exact["lse"].astype(np.float32), "float32")
+    return q, k, v, opts, exact
+
+
+@pytest.mark.parametrize("case, dtype, impl", RUNS, ids=[f"{case_id(c)}-{dt}-{i}" for c, dt, i in RUNS])
+def test_forward_backward_vs_float64(case, dtype, impl):
+    check_vs_float64(case, dtype, impl)
 
 
 def test_the_check_can_fail():
@@ -301,15 +308,7 @@ SINK_TOKEN_RUNS = [(c, dt, "cpu_flash") for c in SINK_TOKEN_CASES for dt in DTYP
 @pytest.mark.parametrize("case, dtype, impl", SINK_TOKEN_RUNS,
                          ids=[f"{case_id(c)}-{dt}-{i}" for c, dt, i in SINK_TOKEN_RUNS])  # fmt: skip
 def test_sink_tokens_vs_float64(case, dtype, impl):
-    rng = np.random.default_rng(zlib.crc32(f"{case_id(case)}/{dtype}/{impl}".encode()))
-    q, k, v, opts = make_inputs(rng, case, DTYPES[dtype])
-    dout = rng.standard_normal(q.shape).astype(DTYPES[dtype])
-    got = run_forward_backward(q, k, v, dout, opts, impl)
-    exact = numpy_attention(q, k, v, dout, **opts)
-    for name in ("out", "dq", "dk", "dv"):
-        baseline = exact[name].astype(DTYPES[dtype])
-        check_close(name, got[name], exact[name], baseline, dtype, scale=exact["scale"][name])
-    check_close("lse", got["lse"], exact["lse"], exact["lse"].astype(np.float32), "float32")
+    q, k, v, opts, exact = check_vs_float64(case, dtype, impl)
     # The sinks matter here: without them the result differs.
     plain = numpy_attention(q, k, v, **dict(opts, sink_tokens=0))
     assert not np.allclose(plain["out"], exact["out"])
