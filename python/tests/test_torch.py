@@ -414,6 +414,22 @@ def test_cuda_vs_float64_and_sdpa(case, dtype, head_dim):
         check_all(got, want, peer, dtype, scales)
 
 
+# StreamingLLM sink tokens on CUDA: impl auto runs cuda_sm80's kernels for them (cuda_sm90 has none);
+# checked against float64 with the reference evaluated in the dtype as the baseline.
+@cuda_only
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("case", [c for c in CPU_CASES if c[1].get("sink_tokens")],
+                         ids=lambda c: "x".join(map(str, c[0])) + str(c[1]))
+def test_cuda_sink_tokens_vs_float64(case, dtype):
+    shape, opts = case
+    shape = shape[:5] + (64,)  # a head dim every CUDA build has
+    q, k, v, dout = inputs(shape, dtype, "cuda", seed=zlib.crc32(str(case).encode()))
+    got = forward_backward(flashlab_fn, q, k, v, dout, **opts)
+    want = exact(q, k, v, dout, **opts)
+    low = forward_backward(torch_attention, q, k, v, dout, **opts)
+    check_all(got, want, low, dtype, torch_term_scales(q, k, v, dout))
+
+
 @cuda_only
 def test_cuda_compile_fullgraph():
     compile_check("cuda", torch.bfloat16, atol=0)
@@ -472,10 +488,10 @@ def test_cuda_side_stream():
         ({"head_dim": 100}, r"head_dim \(100\) is not supported by impl cuda_sm(80|90): supported multiples of 8"),
         ({"softcap": 5.0, "impl": "learn_v4"}, "softcap is not supported by impl learn_v4"),
         ({"head_dim": 96, "impl": "learn_v4"}, r"head_dim \(96\) is not supported by impl learn_v4: supported 64, 128"),
-        ({"sink_tokens": 4, "window": (8, 0)},
-         r"sink_tokens \(StreamingLLM sink tokens\) is not supported by impl cuda_sm(80|90)"),
+        ({"sink_tokens": 4, "impl": "learn_v4"},
+         r"sink_tokens \(StreamingLLM sink tokens\) is not supported by impl learn_v4"),
     ],
-    ids=["fp32", "head_dim264", "head_dim100", "learn_v4_softcap", "learn_v4_head_dim", "sink_tokens"],
+    ids=["fp32", "head_dim264", "head_dim100", "learn_v4_softcap", "learn_v4_head_dim", "learn_v4_sink_tokens"],
 )
 def test_cuda_unsupported_features_raise(change, message):
     change = dict(change)

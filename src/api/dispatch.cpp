@@ -148,10 +148,13 @@ bool available(const Backend& b) {
 // The backend's own rule, then the features only some backends have yet.
 Status backend_supports(const Backend& b, const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(b.supports(c, backward, b.name()));
-  // docs/design/sink-tokens.md: the CPU backends have them, the CUDA ones not yet.
-  if (c.sink_tokens > 0 && b.impl != Impl::kReference && b.impl != Impl::kCpuFlash)
+  // docs/design/sink-tokens.md: the CPU backends and cuda_sm80 have them (impl=auto on a Hopper GPU
+  // runs cuda_sm80's kernels for them), cuda_sm90 and the learning kernels not yet.
+  if (c.sink_tokens > 0 && b.impl != Impl::kReference && b.impl != Impl::kCpuFlash && b.impl != Impl::kCudaSm80)
     return Status::Unsupported(std::string("sink_tokens (StreamingLLM sink tokens) is not supported by impl ") +
-                               b.name() + " yet: impl cpu_flash and reference (on the cpu) serve it");
+                               b.name() +
+                               (b.impl == Impl::kCudaSm90 ? " yet: impl=auto picks cuda_sm80 for them"
+                                                          : " yet: impl cuda_sm80 (and cpu_flash, reference on the cpu) serve it"));
   return Status::Ok();
 }
 

@@ -173,8 +173,9 @@ inline bool draw_chance(std::mt19937_64& rng, double p) {
 }
 
 // What the forward and backward sweeps draw alike once the shape is chosen: batch, the mask (causal
-// in both alignments, windows), softcap, ALiBi, dropout, varlen with empty and length-1 sequences,
-// padded rows, peaky inputs and the softmax scale (*scale stays NaN, the default, mostly).
+// in both alignments, windows, sink tokens), softcap, ALiBi, dropout, varlen with empty and
+// length-1 sequences, padded rows, peaky inputs and the softmax scale (*scale stays NaN, the
+// default, mostly).
 inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   auto pick = [&](std::initializer_list<int64_t> v) { return draw_pick(rng, v); };
   auto chance = [&](double p) { return draw_chance(rng, p); };
@@ -202,6 +203,9 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
   s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
   if (chance(0.05)) *scale = chance(0.5) ? 0.0f : -0.09f;
+  // StreamingLLM sink tokens beside a left window (cuda_sm80 only: the others refuse them, and the
+  // sweep counts the draw as left to another impl); more than one 64-key block of them too.
+  if (s.window_left >= 0 && chance(0.5)) s.sink_tokens = pick({1, 4, 70});
 }
 
 // Caps every length at `cap` (sanitizer runs are tens of times slower per launch), then keeps the

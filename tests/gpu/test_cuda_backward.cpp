@@ -521,7 +521,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
     return 0;
   };
   std::map<int, int> ran_by_bucket;
-  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0;
+  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0, with_sink_tokens = 0;
   double worst = 0;
   for (int i = 0; count_run ? (ran < n && i < 20 * n) : i < n; ++i) {
     const SweepCase c = random_case(rng, env_int("FLASHLAB_SM80_MAX_SEQLEN", 1 << 30));
@@ -555,6 +555,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
     ++ran;
     ++ran_by_bucket[bucket_of(pb.spec.head_dim)];
     with_sinks += pb.spec.sinks ? 1 : 0;
+    with_sink_tokens += pb.spec.sink_tokens > 0 ? 1 : 0;
     const Problem exact = exact_backward(pb, c.scale);
     const Problem same = same_precision_backward(pb, c.scale);
     double used = 0, floors[2];
@@ -570,10 +571,11 @@ TEST_P(CudaBackwardImpl, Sweep) {
     }
   }
   std::printf(
-      "[ sweep    ] %s: %d configurations run (%d with sinks), %d skipped (not built), %d left to another impl, "
+      "[ sweep    ] %s: %d configurations run (%d with sinks, %d with sink tokens), %d skipped (not built), "
+      "%d left to another impl, "
       "%d failed; "
       "worst uses %.2f of the tolerance\n",
-      flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed, worst);
+      flashlab::to_string(GetParam()), ran, with_sinks, with_sink_tokens, skipped, routed, failed, worst);
   std::string buckets;
   for (const auto& [bucket, count] : ran_by_bucket) buckets += " " + std::to_string(bucket) + ":" + std::to_string(count);
   std::printf("[ sweep    ] %s: run per head-dim bucket:%s\n", flashlab::to_string(GetParam()), buckets.c_str());

@@ -423,7 +423,7 @@ TEST_P(CudaForwardImpl, Sweep) {
   SKIP_WITHOUT_GPU();
   const int n = env_int("FLASHLAB_SM80_SWEEP", 1000);
   std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_SM80_SEED", 2024)));
-  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0;
+  int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0, with_sink_tokens = 0;
   for (int i = 0; i < n; ++i) {
     const SweepCase c = random_case(rng);
     Problem pb(c.spec);
@@ -444,6 +444,7 @@ TEST_P(CudaForwardImpl, Sweep) {
     ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
     ++ran;
     with_sinks += pb.spec.sinks ? 1 : 0;
+    with_sink_tokens += pb.spec.sink_tokens > 0 ? 1 : 0;
     const Problem exact = exact_forward(pb, c.scale);
     const std::string why = check_forward(pb.out, pb.lse, exact, pb.spec.dtype, lse_count(pb));
     const int64_t pad = written_padding(pb.out);
@@ -455,9 +456,10 @@ TEST_P(CudaForwardImpl, Sweep) {
     }
   }
   std::printf(
-      "[ sweep    ] %s: %d configurations run (%d with sinks), %d skipped (not built), %d left to another impl, "
+      "[ sweep    ] %s: %d configurations run (%d with sinks, %d with sink tokens), %d skipped (not built), "
+      "%d left to another impl, "
       "%d failed\n",
-      flashlab::to_string(GetParam()), ran, with_sinks, skipped, routed, failed);
+      flashlab::to_string(GetParam()), ran, with_sinks, with_sink_tokens, skipped, routed, failed);
   EXPECT_GT(ran, 0) << "every configuration was skipped: build with FLASHLAB_HEAD_DIMS / FLASHLAB_DTYPES";
 }
 
@@ -565,10 +567,15 @@ TEST(CudaForward, AutoPicks) {
   EXPECT_TRUE(listed) << "cuda_sm80 is compiled in, verified, and a GPU is present";
 }
 
-// StreamingLLM sink tokens (docs/design/sink-tokens.md) are CPU-only for now: every CUDA
-// implementation, and auto on a CUDA device, refuses them with kUnsupported before anything runs.
-TEST(CudaForward, SinkTokensRefused) {
+// StreamingLLM sink tokens (docs/design/sink-tokens.md): cuda_sm80 has them, and auto picks it for
+// them on every GPU; cuda_sm90 refuses them (kUnsupported, naming sink_tokens on a Hopper GPU).
+TEST(CudaForward, SinkTokensRouting) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device: the refusal comes after the device check";
+  int device = 0;
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, device), cudaSuccess);
+  const bool hopper = prop.major == 9 && prop.minor == 0;
   for (Impl impl : {Impl::kAuto, Impl::kCudaSm80, Impl::kCudaSm90}) {
     AttentionConfig c = sm80_config();
     c.impl = impl;
@@ -577,9 +584,14 @@ TEST(CudaForward, SinkTokensRefused) {
     Impl chosen = Impl::kAuto;
     const Status st = flashlab::resolve_impl(c, &chosen);
     if (not_built(st)) continue;
-    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << flashlab::to_string(impl) << ": " << st.to_string();
-    if (impl != Impl::kCudaSm90)  // cuda_sm90 off Hopper refuses the device first
-      EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.message();
+    if (impl == Impl::kCudaSm90) {
+      EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+      if (hopper)  // elsewhere cuda_sm90 refuses the device first
+        EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.message();
+    } else {
+      ASSERT_TRUE(st.ok()) << flashlab::to_string(impl) << ": " << st.to_string();
+      EXPECT_EQ(chosen, Impl::kCudaSm80) << flashlab::to_string(chosen);
+    }
   }
 }
 

@@ -32,6 +32,7 @@ FLASHLAB_HD RowMask sequence_mask(const ScoreArgs& p, const WorkTile& t) {
   m.shift = p.bottom_right ? int64_t(t.k_len) - t.q_len : 0;
   m.left = p.window_left;
   m.right = p.window_right;
+  m.sink = p.sink_tokens;
   return m;
 }
 
@@ -59,6 +60,18 @@ struct KeyBlockRange {
     }
   }
   FLASHLAB_HD bool empty() const { return n_max <= n_min; }
+  // StreamingLLM sink tokens (cuda_sm80's kernels; mask.h, sink_keys): the key blocks
+  // [0, sink_end) that may hold a sink key of a row of this query block. s_i never decreases with
+  // the row, so the last row bounds them. A kernel visits them with the full mask (ScoreVariant's
+  // kSinks) and the window's blocks from max(n_min, sink_end) on: no block twice. 0 without sink
+  // tokens. Not a member computed in the constructor: the sm90 kernels never pay for it.
+  FLASHLAB_HD static int sink_end(const ScoreArgs& p, const WorkTile& t) {
+    if (p.sink_tokens <= 0 || t.q_len <= 0) return 0;
+    const int64_t first = int64_t(t.m_block) * kBlockM;
+    const int64_t last = (first + kBlockM < t.q_len ? first + kBlockM : t.q_len) - 1;
+    const int64_t s = sink_keys(sequence_mask(p, t), last);
+    return static_cast<int>((s + kBlockN - 1) / kBlockN);
+  }
   FLASHLAB_HD bool needs_mask(int n_block) const {
     const int64_t n0 = int64_t(n_block) * kBlockN;
     return !(n0 >= full_lo && n0 + kBlockN - 1 <= full_hi);
@@ -88,6 +101,11 @@ FLASHLAB_HD void relative_key_bounds(const RowMask& m, int64_t row, int k_len, i
   *hi_rel = static_cast<int>(hi > -1 ? hi : -1) - j0;
 }
 
+// Row `row`'s sink keys as an offset from column j0: key j0 + dj is a sink key of the row iff
+// dj < sink_rel (mask.h, sink_keys; <= seqlen_k, so it fits 32 bits).
+FLASHLAB_HD int relative_sink_bound(const RowMask& m, int64_t row, int j0) {
+  return static_cast<int>(sink_keys(m, row)) - j0;
+}
 
 // The transpose of relative_key_bounds, for a kernel whose score tile has keys as rows (sm90's
 // backward, Sᵀ = K·Qᵀ): the query rows that see key `key`, as offsets from row i0 — row i0 + di
@@ -132,6 +150,23 @@ struct QueryBlockRange {
     m_max = static_cast<int>(i_max / kBlockM) + 1;
   }
   FLASHLAB_HD bool empty() const { return m_max <= m_min; }
+  // StreamingLLM sink tokens (cuda_sm80): a key block holding a possible sink key (n0 <
+  // sink_tokens) is seen by every row whose right bound reaches it, left window or not. Row i with
+  // hi(i) >= n0 sees a window key of the block when lo(i) <= n1, and otherwise key n0 as a sink:
+  // s_i = min(sink, lo(i), hi(i) + 1) > n0. Rows with hi(i) < n0 see no key of it (s_i <= hi(i) + 1).
+  // So the block's rows run from the first such row to the sequence's end. True: a sink block
+  // (its products take the full mask: ScoreVariant::p_and_ds's sinks).
+  FLASHLAB_HD bool add_sinks(const ScoreArgs& p, const WorkTile& t, int n_block) {
+    const int64_t n0 = int64_t(n_block) * kBlockN;
+    if (p.sink_tokens <= n0 || n0 >= t.k_len || t.q_len <= 0) return false;
+    const RowMask m = sequence_mask(p, t);
+    int64_t i_min = 0;
+    if (m.right >= 0 && n0 - m.shift - m.right > i_min) i_min = n0 - m.shift - m.right;
+    if (i_min > int64_t(t.q_len) - 1) return true;  // no row reaches the block: the range stays empty
+    m_min = static_cast<int>(i_min / kBlockM);
+    m_max = static_cast<int>((int64_t(t.q_len) - 1) / kBlockM) + 1;
+    return true;
+  }
 };
 
 }  // namespace common

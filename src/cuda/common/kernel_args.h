@@ -62,6 +62,9 @@ struct ScoreArgs {
   // Attention sinks: (heads_q) logits in natural-log units, in every row's softmax denominator
   // with no value (docs/api.md); -inf turns a head's sink off; null: none.
   const float* sink_logits = nullptr;
+  // StreamingLLM sink tokens (flashlab/mask.h, sink_keys): the first sink_tokens keys stay visible
+  // left of a row's window; 0 = off. Only cuda_sm80's kernels read it (dispatch refuses it elsewhere).
+  int64_t sink_tokens = 0;
 };
 
 // Dropout on P (dropout.h): the keep-mask of flashlab/philox.h, keyed per (batch, head, row, col).

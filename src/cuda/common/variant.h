@@ -64,9 +64,11 @@ __device__ __forceinline__ bool key_masked(int dj, int lo_rel, int hi_rel) {
   return dj < lo_rel || dj > hi_rel;
 }
 
-// kBlockM × kBlockN: the score tile of the kernel using it.
-template <int kBlockM, int kBlockN>
+// kBlockM × kBlockN: the score tile of the kernel using it. kSinks_: cuda_sm80's backward kernels
+// compiled for StreamingLLM sink tokens (p_and_ds's `sinks`); the others' code is untouched by them.
+template <int kBlockM, int kBlockN, bool kSinks_ = false>
 struct ScoreVariant {
+  static constexpr bool kSinks = kSinks_;
   using Arguments = ScoreArgs;
   using Params = ScoreArgs;
   static Params to_params(const Arguments& a) { return a; }
@@ -111,9 +113,12 @@ struct ScoreVariant {
   }
 
   // s: (rows, cols) fp32 scores of key block n_block; tScS: the same shape -> (row, col) tile
-  // coordinates. kMask: some score of the block may lie outside its row's interval.
-  template <bool kMask, typename TensorS, typename TensorC>
+  // coordinates. kMask: some score of the block may lie outside its row's interval. kSinks
+  // (cuda_sm80, a block that may hold StreamingLLM sink keys): a key j < sink_keys(row) is visible
+  // too (mask.h, in_visible_set).
+  template <bool kMask, bool kSinks = false, typename TensorS, typename TensorC>
   __device__ void before_softmax(TensorS& s, TensorC const& tScS, int n_block) const {
+    static_assert(kMask || !kSinks, "a sink block takes the mask");
     const int m0 = t.m_block * kBlockM;
     const int n0 = n_block * kBlockN;
     const RowMask m = sequence_mask(p, t);
@@ -143,11 +148,13 @@ struct ScoreVariant {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
         int lo_rel, hi_rel;
-        relative_key_bounds(m, m0 + static_cast<int>(get<0>(tScS(r, 0))), t.k_len, j0, &lo_rel, &hi_rel);
+        const int row = m0 + static_cast<int>(get<0>(tScS(r, 0)));
+        relative_key_bounds(m, row, t.k_len, j0, &lo_rel, &hi_rel);
+        const int sink_rel = kSinks ? relative_sink_bound(m, row, j0) : 0;
         CUTE_UNROLL
         for (int c = 0; c < size<1>(s); ++c) {
           const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
-          if (key_masked(dj, lo_rel, hi_rel)) s(r, c) = -INFINITY;
+          if (key_masked(dj, lo_rel, hi_rel) && !(kSinks && dj < sink_rel)) s(r, c) = -INFINITY;
         }
       }
     }
@@ -159,12 +166,18 @@ struct ScoreVariant {
   // thread's rows' LSE · log2(e) (+inf for empty and out-of-range rows: P = 0, not NaN); dsum:
   // their D. kMaskedSimple: masked blocks without softcap and ALiBi take the simple loop too
   // (sm80's BwdTileSize::masked_simple says where that was measured faster).
+  // sinks (kSinks kernels only; a key block that may hold StreamingLLM sink keys): the general loop
+  // with the full mask, whatever needs_mask says. Kernels of their own (cuda_sm80's launch picks
+  // them when sink_tokens > 0): in the same kernel, the sink code made ptxas spill in sm80's
+  // hdim-64 backward kernels (up to 520 bytes).
   template <bool kMaskedSimple, typename TensorS, typename TensorC, typename Dropout, int kRows>
   __device__ void p_and_ds(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
                            bool needs_mask, const float (&lse_log2)[kRows], const float (&dsum)[kRows],
-                           Dropout const& dropout) const {
+                           Dropout const& dropout, bool sinks = false) const {
     static_assert(decltype(size<0>(s))::value == kRows, "one LSE and D per accumulator row");
-    if (slope == 0.0f && !(p.softcap > 0.0f) && (kMaskedSimple || !needs_mask)) {
+    if constexpr (!kSinks) sinks = false;
+    needs_mask = needs_mask || sinks;
+    if (!sinks && slope == 0.0f && !(p.softcap > 0.0f) && (kMaskedSimple || !needs_mask)) {
       if (needs_mask)
         p_and_ds_simple<true>(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
       else
@@ -183,13 +196,15 @@ struct ScoreVariant {
       const float diag_rel = static_cast<float>(row + shift - j0);  // i + shift - j0
       int lo_rel = 0, hi_rel = kBlockN;
       if (needs_mask) relative_key_bounds(m, row, t.k_len, j0, &lo_rel, &hi_rel);
+      int sink_rel = 0;
+      if constexpr (kSinks) sink_rel = sinks ? relative_sink_bound(m, row, j0) : 0;
       const uint32_t keep = dropout.keep_bits(tScS, row, j0);
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
         const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
         float sigma;
         float x = score_mod(s(r, c), diag_rel - static_cast<float>(dj), &sigma);
-        if (needs_mask && key_masked(dj, lo_rel, hi_rel)) x = -INFINITY;
+        if (needs_mask && key_masked(dj, lo_rel, hi_rel) && !(kSinks && sinks && dj < sink_rel)) x = -INFINITY;
         const float prob = fast_exp2(fmaf(x, kLog2e, -lse_log2[r]));
         const bool kept = (keep >> c) & 1u;
         const float dp_z = kept ? dp(r, c) * keep_scale : 0.0f;

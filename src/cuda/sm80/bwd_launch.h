@@ -31,15 +31,16 @@
 namespace flashlab {
 namespace sm80 {
 
-// The backward kernels of one instantiation, from their pieces.
-template <typename Traits, bool kDropout>
+// The backward kernels of one instantiation, from their pieces. kSinks: compiled for StreamingLLM
+// sink tokens (common::ScoreVariant's kSinks; kernels of their own, launched when sink_tokens > 0).
+template <typename Traits, bool kDropout, bool kSinks = false>
 using BwdMainKernel =
     FlashBwdKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::BwdTileScheduler,
-                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<kDropout>>;
-template <typename Traits, bool kDropout>
+                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks>, common::Dropout<kDropout>>;
+template <typename Traits, bool kDropout, bool kSinks = false>
 using BwdDqKernel =
     FlashBwdDqKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::FwdTileScheduler,
-                     common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<kDropout>>;
+                     common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks>, common::Dropout<kDropout>>;
 template <typename Traits>
 using BwdDqConvertKernel =
     BwdConvertDqKernel<MainloopBwd<Traits>, EpilogueDkv<Traits>, common::FwdTileScheduler,
@@ -58,13 +59,13 @@ Status launch(const common::BwdArguments& args, cudaStream_t stream, const char*
   return common::cuda_error(cudaGetLastError(), kImplName, what);
 }
 
-template <typename Traits, bool kDropout>
+template <typename Traits, bool kDropout, bool kSinks>
 Status launch_bwd(const common::BwdArguments& args, cudaStream_t stream) {
   using Element = typename Traits::Element;
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
-  using Main = BwdMainKernel<Traits, kDropout>;
-  using DqDeterministic = BwdDqKernel<Traits, kDropout>;
+  using Main = BwdMainKernel<Traits, kDropout, kSinks>;
+  using DqDeterministic = BwdDqKernel<Traits, kDropout, kSinks>;
   FLASHLAB_RETURN_IF_ERROR(launch<Main>(args, stream, "backward kernel"));
   if (args.deterministic) {
     FLASHLAB_RETURN_IF_ERROR(launch<DqDeterministic>(args, stream, "backward dQ kernel"));
@@ -99,12 +100,14 @@ Status run_bwd(const common::BwdArguments& args_in, void* stream_ptr) {
   const bool large = facts->smem_optin >= Large::kSmemBytes;
   const bool hopper = facts->smem_optin >= Hopper::kSmemBytes;
   return FLASHLAB_BOOL_SWITCH(args.dropout_enabled, kDropout, [&] {
-    if constexpr (Hopper::kSmemBytes != Large::kSmemBytes) {  // D 256: the Hopper set differs
-      if (hopper) return launch_bwd<Hopper, kDropout>(args, stream);
-    }
-    return FLASHLAB_BOOL_SWITCH(large, kLargeTiles, [&] {
-      using Traits = std::conditional_t<kLargeTiles, Large, Small>;
-      return launch_bwd<Traits, kDropout>(args, stream);
+    return FLASHLAB_BOOL_SWITCH(args.score.sink_tokens > 0, kSinks, [&] {
+      if constexpr (Hopper::kSmemBytes != Large::kSmemBytes) {  // D 256: the Hopper set differs
+        if (hopper) return launch_bwd<Hopper, kDropout, kSinks>(args, stream);
+      }
+      return FLASHLAB_BOOL_SWITCH(large, kLargeTiles, [&] {
+        using Traits = std::conditional_t<kLargeTiles, Large, Small>;
+        return launch_bwd<Traits, kDropout, kSinks>(args, stream);
+      });
     });
   });
 }

@@ -98,7 +98,11 @@ struct FlashBwdKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Variant
     Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
     Tensor tScS = rowcol_view(thr_sdp.partition_C(cS));                     // (rows, cols) -> (row, col)
 
-    const QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    // StreamingLLM sink tokens (Variant::kSinks kernels): a block that may hold sink keys is seen
+    // by more rows, and its products take the full mask (p_and_ds's sinks).
+    bool sink_block = false;
+    if constexpr (Variant::kSinks) sink_block = range.add_sinks(params.variant, tile, n_block);
     if (!range.empty()) {  // else no row sees these keys: dK = dV = 0 below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const Variant variant(params.variant, tile);
@@ -135,7 +139,7 @@ struct FlashBwdKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Variant
         Tensor s = rowcol_view(acc_s);    // (rows, cols)
         Tensor dp = rowcol_view(acc_dp);  // (rows, cols)
         variant.template p_and_ds<Traits::kTile.masked_simple>(s, dp, tScS, m_block, n_block, needs_mask,
-                                                               lse_log2, dsum, dropout);
+                                                               lse_log2, dsum, dropout, sink_block);
         mainloop.store_p_ds(acc_s, acc_dp, /*store_p=*/true);
         __syncthreads();  // (2)
 
@@ -195,7 +199,11 @@ struct FlashBwdDqKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Varia
     Tensor tScS = rowcol_view(thr_sdp.partition_C(cS));                     // (rows, cols) -> (row, col)
 
     const KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
-    if (!range.empty()) {  // else no row sees a key: dQ = 0
+    // StreamingLLM sink tokens (Variant::kSinks kernels): the blocks [0, sink_end) first, with the
+    // full mask (p_and_ds's sinks), then the window's from max(n_min, sink_end) (as the forward).
+    const int sink_end = Variant::kSinks ? KeyBlockRange<kBlockM, kBlockN>::sink_end(params.variant, tile) : 0;
+    const int lo_block = Variant::kSinks && sink_end > range.n_min ? sink_end : range.n_min;
+    if (Variant::kSinks ? sink_end > 0 || range.n_max > lo_block : !range.empty()) {  // else dQ = 0
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const Variant variant(params.variant, tile);
       const Dropout dropout(params.dropout, tile, params.scheduler.heads_q);
@@ -203,7 +211,7 @@ struct FlashBwdDqKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Varia
       mainloop.load_row_stats(tScS, tile.m_block, lse_log2, dsum);
       mainloop.load_q(tile.m_block, 0);
       mainloop.load_do(tile.m_block, 0);
-      for (int n_block = range.n_min; n_block < range.n_max; ++n_block) {
+      auto step = [&](int n_block, bool sinks) __attribute__((always_inline)) {
         mainloop.load_k(n_block);
         mainloop.load_v(n_block);
         cp_async_fence();
@@ -220,12 +228,20 @@ struct FlashBwdDqKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Varia
         Tensor s = rowcol_view(acc_s);    // (rows, cols)
         Tensor dp = rowcol_view(acc_dp);  // (rows, cols)
         variant.template p_and_ds<Traits::kTile.masked_simple>(
-            s, dp, tScS, tile.m_block, n_block, range.needs_mask(n_block), lse_log2, dsum, dropout);
+            s, dp, tScS, tile.m_block, n_block, range.needs_mask(n_block), lse_log2, dsum, dropout, sinks);
         mainloop.store_p_ds(acc_s, acc_dp, /*store_p=*/false);
         __syncthreads();  // (2) dS written
 
         mainloop.gemm_dq(acc_dq);
         __syncthreads();  // (3) every warp done with K(n), dS before they are overwritten
+      };
+      if constexpr (Variant::kSinks) {
+        // One loop, one copy of the body: [0, sink_end), then a jump to lo_block.
+        for (int n_block = sink_end > 0 ? 0 : lo_block; n_block < sink_end || n_block < range.n_max;
+             n_block = n_block + 1 == sink_end ? lo_block : n_block + 1)
+          step(n_block, n_block < sink_end);
+      } else {
+        for (int n_block = range.n_min; n_block < range.n_max; ++n_block) step(n_block, false);
       }
     }
     store_dq<Traits>(acc_dq, params.epilogue, tile, params.variant.softmax_scale, params.mainloop.in.head_dim,

@@ -92,12 +92,21 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
     const Dropout dropout(params.dropout, tile, params.scheduler.heads_q);
     OnlineSoftmax<Traits::kRowsPerThread> softmax;
 
-    if (!range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
+    // StreamingLLM sink tokens: blocks [0, sink_end) with the full mask (the sink loop, last), the
+    // window's blocks from lo_block on. Blocks are visited in descending order, the gap between
+    // the two ranges skipped (next_block). Without sink tokens sink_end = 0 and lo_block = n_min.
+    const int sink_end = KeyBlockRange<kBlockM, kBlockN>::sink_end(params.variant, tile);
+    const int lo_block = range.n_min > sink_end ? range.n_min : sink_end;
+    const int first_block = range.n_max > lo_block ? range.n_max - 1 : sink_end - 1;
+    auto next_block = [&](int n) { return n - 1 < lo_block && n - 1 >= sink_end ? sink_end - 1 : n - 1; };
+    if (first_block >= 0) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const float scale_log2 = variant.softmax_scale_log2();
-      // One key block; kMask: apply the per-element mask. Barriers as described above.
-      auto step = [&](int n_block, auto mask_flag) __attribute__((always_inline)) {
+      // One key block; kMask: apply the per-element mask (kSinks: with the sink keys). Barriers as
+      // described above.
+      auto step = [&](int n_block, auto mask_flag, auto sinks_flag) __attribute__((always_inline)) {
         constexpr bool kMask = decltype(mask_flag)::value;
+        constexpr bool kSinks = decltype(sinks_flag)::value;
         Tensor acc_s =
             partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
         clear(acc_s);
@@ -108,12 +117,12 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
 
         mainloop.gemm_qk(acc_s);
         Tensor s = rowcol_view(acc_s);  // (rows, cols)
-        variant.template before_softmax<kMask>(s, tScS, n_block);
+        variant.template before_softmax<kMask, kSinks>(s, tScS, n_block);
 
         cp_async_wait<0>();
         __syncthreads();  // (2)
-        if (n_block > range.n_min) {
-          mainloop.load_k(n_block - 1);
+        if (const int next = next_block(n_block); next >= 0) {
+          mainloop.load_k(next);
           cp_async_fence();
         }
 
@@ -124,17 +133,21 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
         mainloop.gemm_pv(acc_o, tOrP);
       };
       mainloop.load_q();
-      mainloop.load_k(range.n_max - 1);
+      mainloop.load_k(first_block);
       cp_async_fence();
       // Last to first, in three loops: blocks that need the mask (the causal diagonal, the sequence
       // end), the blocks every row sees whole (no mask code compiled in), the masked rest (a
       // window's left edge). Separate loops keep the mask instructions out of the unmasked blocks'
       // stream.
+      // Then the sink blocks, masked with the sink keys.
       const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
       int n_block = range.n_max - 1;
-      for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
-      for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
-      for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
+      for (; n_block >= unmasked_end && n_block >= lo_block; --n_block)
+        step(n_block, cute::true_type{}, cute::false_type{});
+      for (; n_block >= unmasked_begin && n_block >= lo_block; --n_block)
+        step(n_block, cute::false_type{}, cute::false_type{});
+      for (; n_block >= lo_block; --n_block) step(n_block, cute::true_type{}, cute::false_type{});
+      for (n_block = sink_end - 1; n_block >= 0; --n_block) step(n_block, cute::true_type{}, cute::true_type{});
     }
 
     float lse[Traits::kRowsPerThread];
