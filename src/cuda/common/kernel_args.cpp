@@ -64,7 +64,7 @@ FwdArguments make_fwd_arguments(const FwdParams& p) {
   s.bottom_right = p.causal_align == CausalAlign::kBottomRight;
   s.window_left = cap_window(row_mask.left);
   s.window_right = cap_window(row_mask.right);
-  s.sink_tokens = row_mask.sink;
+  s.sink_tokens = static_cast<int32_t>(row_mask.sink < INT32_MAX ? row_mask.sink : INT32_MAX);
 
   k.dropout_enabled = p.dropout_p > 0.0f;
   k.dropout.seed = p.dropout_seed;

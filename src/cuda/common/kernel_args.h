@@ -57,14 +57,16 @@ struct ScoreArgs {
   const float* alibi_slopes = nullptr;  // null: off; slope of (b, h) at b * batch_stride + h
   int64_t alibi_batch_stride = 0;
   bool bottom_right = true;   // CausalAlign::kBottomRight: shift = seqlen_k - seqlen_q
+  // StreamingLLM sink tokens (flashlab/mask.h, sink_keys): the first sink_tokens keys stay visible
+  // left of a row's window; 0 = off. Only cuda_sm80's kernels read it (dispatch refuses it
+  // elsewhere). 32 bits, in the padding after bottom_right: the struct keeps its size, so every
+  // other kernel's parameters keep their offsets (and its SASS).
+  int32_t sink_tokens = 0;
   int64_t window_left = -1;   // keys visible left of the diagonal; -1 = unbounded
   int64_t window_right = -1;  // keys visible right of the diagonal; -1 = unbounded
   // Attention sinks: (heads_q) logits in natural-log units, in every row's softmax denominator
   // with no value (docs/api.md); -inf turns a head's sink off; null: none.
   const float* sink_logits = nullptr;
-  // StreamingLLM sink tokens (flashlab/mask.h, sink_keys): the first sink_tokens keys stay visible
-  // left of a row's window; 0 = off. Only cuda_sm80's kernels read it (dispatch refuses it elsewhere).
-  int64_t sink_tokens = 0;
 };
 
 // Dropout on P (dropout.h): the keep-mask of flashlab/philox.h, keyed per (batch, head, row, col).
