@@ -33,6 +33,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <cute/tensor.hpp>
 
@@ -170,14 +171,22 @@ struct ScoreVariant {
   // with the full mask, whatever needs_mask says. Kernels of their own (cuda_sm80's launch picks
   // them when sink_tokens > 0): in the same kernel, the sink code made ptxas spill in sm80's
   // hdim-64 backward kernels (up to 520 bytes).
-  template <bool kMaskedSimple, typename TensorS, typename TensorC, typename Dropout, int kRows>
+  // SinkFlag: cute::false_type (the default; the code without sink tokens, exactly: a runtime
+  // `false` that ptxas had to fold changed the register allocation of sm80's large-tile hdim-64
+  // kernels and cost 3 %), or bool in kSinks kernels.
+  template <bool kMaskedSimple, typename TensorS, typename TensorC, typename Dropout, int kRows,
+            typename SinkFlag = cute::false_type>
   __device__ void p_and_ds(TensorS& s, TensorS& dp, TensorC const& tScS, int m_block, int n_block,
                            bool needs_mask, const float (&lse_log2)[kRows], const float (&dsum)[kRows],
-                           Dropout const& dropout, bool sinks = false) const {
+                           Dropout const& dropout, SinkFlag sink_block = {}) const {
     static_assert(decltype(size<0>(s))::value == kRows, "one LSE and D per accumulator row");
-    if constexpr (!kSinks) sinks = false;
-    needs_mask = needs_mask || sinks;
-    if (!sinks && slope == 0.0f && !(p.softcap > 0.0f) && (kMaskedSimple || !needs_mask)) {
+    constexpr bool kSinkCode = kSinks && std::is_same_v<SinkFlag, bool>;
+    bool sinks = false;
+    if constexpr (kSinkCode) {
+      sinks = sink_block;
+      needs_mask = needs_mask || sinks;
+    }
+    if ((!kSinkCode || !sinks) && slope == 0.0f && !(p.softcap > 0.0f) && (kMaskedSimple || !needs_mask)) {
       if (needs_mask)
         p_and_ds_simple<true>(s, dp, tScS, m_block, n_block, lse_log2, dsum, dropout);
       else
@@ -197,14 +206,14 @@ struct ScoreVariant {
       int lo_rel = 0, hi_rel = kBlockN;
       if (needs_mask) relative_key_bounds(m, row, t.k_len, j0, &lo_rel, &hi_rel);
       int sink_rel = 0;
-      if constexpr (kSinks) sink_rel = sinks ? relative_sink_bound(m, row, j0) : 0;
+      if constexpr (kSinkCode) sink_rel = sinks ? relative_sink_bound(m, row, j0) : 0;
       const uint32_t keep = dropout.keep_bits(tScS, row, j0);
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
         const int dj = static_cast<int>(get<1>(tScS(r, c))) - static_cast<int>(get<1>(tScS(0, 0)));
         float sigma;
         float x = score_mod(s(r, c), diag_rel - static_cast<float>(dj), &sigma);
-        if (needs_mask && key_masked(dj, lo_rel, hi_rel) && !(kSinks && sinks && dj < sink_rel)) x = -INFINITY;
+        if (needs_mask && key_masked(dj, lo_rel, hi_rel) && !(kSinkCode && sinks && dj < sink_rel)) x = -INFINITY;
         const float prob = fast_exp2(fmaf(x, kLog2e, -lse_log2[r]));
         const bool kept = (keep >> c) & 1u;
         const float dp_z = kept ? dp(r, c) * keep_scale : 0.0f;

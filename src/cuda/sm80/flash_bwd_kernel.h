@@ -32,6 +32,8 @@
 // 5: about 1.4x the tensor-core work, plus a second pass over K and V.
 #pragma once
 
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 
 #include "cuda/common/block_range.h"
@@ -101,7 +103,7 @@ struct FlashBwdKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Variant
     QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
     // StreamingLLM sink tokens (Variant::kSinks kernels): a block that may hold sink keys is seen
     // by more rows, and its products take the full mask (p_and_ds's sinks).
-    bool sink_block = false;
+    std::conditional_t<Variant::kSinks, bool, cute::false_type> sink_block{};
     if constexpr (Variant::kSinks) sink_block = range.add_sinks(params.variant, tile, n_block);
     if (!range.empty()) {  // else no row sees these keys: dK = dV = 0 below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
@@ -211,7 +213,15 @@ struct FlashBwdDqKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Varia
       mainloop.load_row_stats(tScS, tile.m_block, lse_log2, dsum);
       mainloop.load_q(tile.m_block, 0);
       mainloop.load_do(tile.m_block, 0);
-      auto step = [&](int n_block, bool sinks) __attribute__((always_inline)) {
+      // Without sink tokens: n_min to n_max. With them (one loop, one copy of the body):
+      // [0, sink_end), then a jump to lo_block. sinks: cute::false_type without (p_and_ds's code
+      // without sink tokens, exactly).
+      constexpr bool kSinks = Variant::kSinks;
+      for (int n_block = kSinks && sink_end > 0 ? 0 : lo_block;
+           kSinks ? n_block < sink_end || n_block < range.n_max : n_block < range.n_max;
+           n_block = kSinks && n_block + 1 == sink_end ? lo_block : n_block + 1) {
+        std::conditional_t<kSinks, bool, cute::false_type> sinks{};
+        if constexpr (kSinks) sinks = n_block < sink_end;
         mainloop.load_k(n_block);
         mainloop.load_v(n_block);
         cp_async_fence();
@@ -234,14 +244,6 @@ struct FlashBwdDqKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Varia
 
         mainloop.gemm_dq(acc_dq);
         __syncthreads();  // (3) every warp done with K(n), dS before they are overwritten
-      };
-      if constexpr (Variant::kSinks) {
-        // One loop, one copy of the body: [0, sink_end), then a jump to lo_block.
-        for (int n_block = sink_end > 0 ? 0 : lo_block; n_block < sink_end || n_block < range.n_max;
-             n_block = n_block + 1 == sink_end ? lo_block : n_block + 1)
-          step(n_block, n_block < sink_end);
-      } else {
-        for (int n_block = range.n_min; n_block < range.n_max; ++n_block) step(n_block, false);
       }
     }
     store_dq<Traits>(acc_dq, params.epilogue, tile, params.variant.softmax_scale, params.mainloop.in.head_dim,

@@ -28,11 +28,12 @@ namespace sm80 {
 
 constexpr const char* kImplName = "cuda_sm80";
 
-// The forward kernel of one instantiation, from its pieces.
-template <typename Traits, bool kDropout>
+// The forward kernel of one instantiation, from its pieces. kSinks: compiled for StreamingLLM sink
+// tokens (common::ScoreVariant's kSinks; a kernel of its own, launched when sink_tokens > 0).
+template <typename Traits, bool kDropout, bool kSinks = false>
 using FwdKernel =
     FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::FwdTileScheduler,
-                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, common::Dropout<kDropout>>;
+                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks>, common::Dropout<kDropout>>;
 
 template <typename Kernel>
 Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
@@ -53,7 +54,9 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   return FLASHLAB_BOOL_SWITCH(args.dropout_enabled, kDropout, [&] {
     constexpr FwdTileSize kTile = fwd_tile_size(kHeadDim, kDropout);
     using Traits = FwdKernelTraits<kHeadDim, kTile.block_m, kTile.block_n, kTile.warps, Element>;
-    return launch_fwd<FwdKernel<Traits, kDropout>>(args, static_cast<cudaStream_t>(stream));
+    return FLASHLAB_BOOL_SWITCH(args.score.sink_tokens > 0, kSinks, [&] {
+      return launch_fwd<FwdKernel<Traits, kDropout, kSinks>>(args, static_cast<cudaStream_t>(stream));
+    });
   });
 }
 
