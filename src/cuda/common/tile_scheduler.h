@@ -149,6 +149,20 @@ struct BwdTileScheduler {
     t.set_sequence(p, static_cast<int>(blockIdx.z));
     return t;
   }
+  // Key block 0 of every (head, sequence) first, then block 1, ... (the grid's CTAs in launch
+  // order, x fastest, renumbered). cuda_sm80's backward with StreamingLLM sink tokens: a block
+  // holding sink keys is visited by every query block after its first, so its CTA runs longest;
+  // in the plain order the last heads' sink CTAs start in the last wave and stretch the tail.
+  __device__ static WorkTile get_tile_low_keys_first(const Params& p, int* n_block) {
+    const int64_t per_block = int64_t(gridDim.y) * gridDim.z;  // CTAs per key block
+    const int64_t linear = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+    const int64_t rest = linear % per_block;
+    *n_block = static_cast<int>(linear / per_block);
+    WorkTile t;
+    t.head = static_cast<int>(rest % gridDim.y);
+    t.set_sequence(p, static_cast<int>(rest / gridDim.y));
+    return t;
+  }
   __device__ static WorkTile get_tile_descending(const Params& p, int* n_block) {
     WorkTile t = get_tile(p, n_block);
     *n_block = static_cast<int>(gridDim.x) - 1 - *n_block;

@@ -86,7 +86,8 @@ struct FlashBwdKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Variant
   __device__ void operator()(const Params& params, SharedStorage& smem) const {
     constexpr int kStages = Traits::kStages;
     int n_block;
-    WorkTile tile = TileScheduler::get_tile(params.scheduler, &n_block);
+    WorkTile tile = Variant::kSinks ? TileScheduler::get_tile_low_keys_first(params.scheduler, &n_block)
+                                    : TileScheduler::get_tile(params.scheduler, &n_block);
     if (n_block * kBlockN >= tile.k_len) return;  // varlen: past this sequence's keys (CTA-uniform)
 
     typename Traits::TiledMmaSdP mma_sdp;
