@@ -206,6 +206,12 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   // StreamingLLM sink tokens beside a left window (cuda_sm80 only: the others refuse them, and the
   // sweep counts the draw as left to another impl); more than one 64-key block of them too.
   if (s.window_left >= 0 && chance(0.5)) s.sink_tokens = pick({1, 4, 70});
+  // FLASHLAB_SWEEP_SINK_TOKENS=1 (sanitizer runs aimed at cuda_sm80's sink-token kernels): every
+  // draw gets a left window and sink tokens (the draws after this point change too).
+  if (env_int("FLASHLAB_SWEEP_SINK_TOKENS", 0) != 0) {
+    if (s.window_left < 0) s.window_left = pick({0, 5, 64, 300});
+    s.sink_tokens = pick({1, 4, 70, 200});
+  }
 }
 
 // Caps every length at `cap` (sanitizer runs are tens of times slower per launch), then keeps the

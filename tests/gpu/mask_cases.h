@@ -19,9 +19,11 @@ struct MaskCase {
   int q_len, k_len;
   bool causal, bottom_right;
   int64_t left, right;
+  int64_t sink = 0;  // StreamingLLM sink tokens (cuda_sm80's kSinks kernels)
   std::string describe() const {
     return "sq " + std::to_string(q_len) + " sk " + std::to_string(k_len) + (causal ? " causal" : "") +
-           (bottom_right ? " br" : " tl") + " window " + std::to_string(left) + "," + std::to_string(right);
+           (bottom_right ? " br" : " tl") + " window " + std::to_string(left) + "," + std::to_string(right) +
+           (sink > 0 ? " sink " + std::to_string(sink) : "");
   }
 };
 
@@ -31,6 +33,7 @@ inline AttentionConfig mask_config(const MaskCase& c) {
   cfg.causal_align = c.bottom_right ? CausalAlign::kBottomRight : CausalAlign::kTopLeft;
   cfg.window_left = c.left;
   cfg.window_right = c.right;
+  cfg.sink_tokens = c.sink;
   return cfg;
 }
 
@@ -46,11 +49,12 @@ inline common::ScoreArgs score_params(const MaskCase& c) {
   p.bottom_right = c.bottom_right;
   p.window_left = rm.left;
   p.window_right = rm.right;
+  p.sink_tokens = static_cast<int32_t>(rm.sink);
   return p;
 }
 
 // Both alignments, seqlen_q > seqlen_k and < (rows that see nothing), windows on either side,
-// empty sequences.
+// empty sequences; sink tokens inside one block, across blocks, past the window's edge.
 inline const std::vector<MaskCase>& handpicked_mask_cases() {
   static const std::vector<MaskCase> cases = {
       {1, 1, false, true, -1, -1},     {1, 300, true, false, -1, -1},  {300, 1, true, true, -1, -1},
@@ -58,6 +62,8 @@ inline const std::vector<MaskCase>& handpicked_mask_cases() {
       {113, 203, true, false, -1, -1}, {256, 256, true, true, -1, -1}, {1023, 1023, false, true, 64, 0},
       {500, 700, false, true, 0, 0},   {700, 500, false, false, 5, 7}, {129, 1000, false, true, -1, 100},
       {0, 10, true, true, -1, -1},     {10, 0, false, true, -1, -1},   {64, 64, true, true, 0, -1},
+      {203, 113, true, true, 8, -1, 4},   {113, 203, true, false, 3, -1, 70}, {1023, 1023, false, true, 64, 0, 200},
+      {500, 700, false, true, 0, 0, 1},   {129, 1000, false, true, 16, 100, 65}, {300, 300, true, true, 0, -1, 300},
   };
   return cases;
 }

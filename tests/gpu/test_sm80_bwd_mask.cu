@@ -42,7 +42,9 @@ void check_case(const Case& c) {
   t.k_len = c.k_len;
   const int m_blocks = (c.q_len + kBlockM - 1) / kBlockM;
   for (int n = 0; n * kBlockN < c.k_len; ++n) {
-    const QueryBlockRange<kBlockM, kBlockN> range(p, t, n);
+    QueryBlockRange<kBlockM, kBlockN> range(p, t, n);
+    // A block that may hold sink keys (flash_bwd_kernel.h's kSinks kernels): more rows, all masked.
+    const bool sink_block = range.add_sinks(p, t, n);
     int want_min = m_blocks, want_max = -1;
     for (int m = 0; m < m_blocks; ++m) {
       bool any = false, full = true;
@@ -57,7 +59,8 @@ void check_case(const Case& c) {
         want_max = std::max(want_max, m);
       }
       t.m_block = m;
-      if (m >= range.m_min && m < range.m_max && !KeyBlockRange<kBlockM, kBlockN>(p, t).needs_mask(n)) {
+      if (!sink_block && m >= range.m_min && m < range.m_max &&
+          !KeyBlockRange<kBlockM, kBlockN>(p, t).needs_mask(n)) {
         ASSERT_TRUE(full) << "key block " << n << ", query block " << m << " is left unmasked";
       }
     }
@@ -67,6 +70,24 @@ void check_case(const Case& c) {
     } else {
       ASSERT_EQ(range.m_min, want_min) << "key block " << n;
       ASSERT_EQ(range.m_max, want_max + 1) << "key block " << n;
+    }
+  }
+  // The deterministic dQ kernel (FlashBwdDqKernel): per query block, the key blocks
+  // [lo_block, n_max) and, with sink tokens, [0, sink_end); every block holding a visible pair of
+  // its rows must be among them.
+  for (int m = 0; m < m_blocks; ++m) {
+    t.m_block = m;
+    const KeyBlockRange<kBlockM, kBlockN> keys(p, t);
+    const int sink_end = KeyBlockRange<kBlockM, kBlockN>::sink_end(p, t);
+    const int lo_block = std::max(keys.n_min, sink_end);
+    for (int n = 0; n * kBlockN < c.k_len; ++n) {
+      bool any = false;
+      for (int i = m * kBlockM; i < std::min(c.q_len, (m + 1) * kBlockM); ++i)
+        for (int j = n * kBlockN; j < std::min(c.k_len, (n + 1) * kBlockN); ++j) any |= flashlab::key_visible(ref, i, j);
+      if (any) {
+        ASSERT_TRUE((n >= lo_block && n < keys.n_max) || n < sink_end)
+            << "dQ kernel: query block " << m << " skips key block " << n;
+      }
     }
   }
 }
@@ -104,6 +125,7 @@ TEST(Sm80BwdMask, Random) {
     c.bottom_right = pick({0, 1}) == 1;
     c.left = pick({-1, -1, 0, 1, 7, 64, 200});
     c.right = pick({-1, -1, 0, 1, 9, 64, 200});
+    c.sink = pick({0, 0, 1, 4, 70, 200});
     check_all_tiles(c);
     if (HasFatalFailure()) return;
   }
