@@ -106,11 +106,11 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
     if (kSinks ? first_block >= 0 : !range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const float scale_log2 = variant.softmax_scale_log2();
-      // One key block; kMask: apply the per-element mask (kSinks: with the sink keys). Barriers as
+      // One key block; kMask: apply the per-element mask (kSinkBlock: with the sink keys). Barriers as
       // described above.
       auto step = [&](int n_block, auto mask_flag, auto sinks_flag) __attribute__((always_inline)) {
         constexpr bool kMask = decltype(mask_flag)::value;
-        constexpr bool kSinks = decltype(sinks_flag)::value;
+        constexpr bool kSinkBlock = decltype(sinks_flag)::value;
         Tensor acc_s =
             partition_fragment_C(mma, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2), MMA_M, MMA_N) fp32
         clear(acc_s);
@@ -121,7 +121,7 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
 
         mainloop.gemm_qk(acc_s);
         Tensor s = rowcol_view(acc_s);  // (rows, cols)
-        variant.template before_softmax<kMask, kSinks>(s, tScS, n_block);
+        variant.template before_softmax<kMask, kSinkBlock>(s, tScS, n_block);
 
         cp_async_wait<0>();
         __syncthreads();  // (2)
