@@ -96,13 +96,11 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
     // compiles to the code without them, measured 12-14 % faster at hdim 128 than one kernel for
     // both): blocks [0, sink_end) with the full mask (the sink loop, last), the window's blocks
     // from lo_block on. Blocks are visited in descending order, the gap between the two ranges
-    // skipped (next_block). Without sink tokens sink_end = 0 and lo_block = n_min.
+    // skipped (the prefetch's next block). Without sink tokens sink_end = 0 and lo_block = n_min.
     constexpr bool kSinks = Variant::kSinks;
     const int sink_end = kSinks ? KeyBlockRange<kBlockM, kBlockN>::sink_end(params.variant, tile) : 0;
     const int lo_block = kSinks && sink_end > range.n_min ? sink_end : range.n_min;
     const int first_block = range.n_max > lo_block ? range.n_max - 1 : sink_end - 1;
-    // The block after n (kSinks kernels; -1: none).
-    auto next_block = [&](int n) { return n - 1 < lo_block && n - 1 >= sink_end ? sink_end - 1 : n - 1; };
     if (kSinks ? first_block >= 0 : !range.empty()) {  // else every row of the CTA sees no key: O = 0, LSE = -inf below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const float scale_log2 = variant.softmax_scale_log2();
@@ -126,7 +124,9 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
         cp_async_wait<0>();
         __syncthreads();  // (2)
         if constexpr (kSinks) {
-          if (const int next = next_block(n_block); next >= 0) {
+          // The next block: the window's, then the sink blocks below sink_end (-1: none).
+          const int next = n_block - 1 < lo_block && n_block - 1 >= sink_end ? sink_end - 1 : n_block - 1;
+          if (next >= 0) {
             mainloop.load_k(next);
             cp_async_fence();
           }
@@ -148,17 +148,23 @@ struct FlashFwdKernel : KernelPieces<Mainloop_, Epilogue_, TileScheduler_, Varia
       // end), the blocks every row sees whole (no mask code compiled in), the masked rest (a
       // window's left edge). Separate loops keep the mask instructions out of the unmasked blocks'
       // stream.
-      // Then the sink blocks, masked with the sink keys.
+      // With sink tokens the third loop goes on from lo_block to the sink blocks [0, sink_end).
+      // In the kSinks kernel every masked block takes the sink keys: a window block's sink bound
+      // is <= its first key (s_i <= sink_end * N), so it masks as before. Two step instantiations
+      // and three inlined copies, as without sink tokens: with a fourth loop nvcc outlined the
+      // epilogue (acc_o through local memory, 528 bytes of stack; the forward 1.7x slower).
+      using SinkKeys = cute::bool_constant<kSinks>;
       const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
       int n_block = range.n_max - 1;
       for (; n_block >= unmasked_end && (!kSinks || n_block >= lo_block); --n_block)
-        step(n_block, cute::true_type{}, cute::false_type{});
+        step(n_block, cute::true_type{}, SinkKeys{});
       for (; n_block >= unmasked_begin && (!kSinks || n_block >= lo_block); --n_block)
         step(n_block, cute::false_type{}, cute::false_type{});
-      for (; n_block >= lo_block; --n_block) step(n_block, cute::true_type{}, cute::false_type{});
       if constexpr (kSinks) {
-        for (n_block = sink_end - 1; n_block >= 0; --n_block) step(n_block, cute::true_type{}, cute::true_type{});
+        if (n_block < lo_block) n_block = sink_end - 1;  // the window's blocks done (or none)
       }
+      for (; n_block >= (kSinks ? 0 : lo_block); n_block = kSinks && n_block == lo_block ? sink_end - 1 : n_block - 1)
+        step(n_block, cute::true_type{}, SinkKeys{});
     }
 
     float lse[Traits::kRowsPerThread];
