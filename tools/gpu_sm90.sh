@@ -17,7 +17,8 @@
 #               neighbour test (VarlenNeighbourNonFinite), then the same with each tile of SWEEP_TILES forced
 #     bench     flashlab bench, cuda_sm90 beside cuda_sm80 (BENCH_SHAPES); OLD_LIB=DIR also times
 #               cuda_sm90 from DIR/libflashlab.so after each shape (an A/B in one call)
-#     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks)
+#     python    the Python extension built here (FLASHLAB_LIB_DIR=build-carry/lib), the torch tests (incl. KV cache, sinks;
+#               FLASHLAB_TEST_PARTIAL_BUILD=1: a test failing only on a head dim / dtype the build lacks is a skip)
 #     grid      python -m flashlab.bench over the issue's grid (GRID_PASSES, default fwd; GRID_IMPLS; GRID_ARGS, e.g. "--hdims 128 --seqlens 16384"; FA4 where
 #               ../shared/tools/prepare_fa4_peer.sh's install.sh was sourced first) -> $OUT/grid
 #     host-profile  python/scripts/profile_host.py: the host and device time of a flashlab.torch backward
@@ -150,7 +151,7 @@ print(":".join(sorted({os.path.dirname(h) for h in hits})))' 2>/dev/null)
   PY_READY=1
 }
 if has python; then
-  py_setup && (cd /tmp && timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
+  py_setup && (cd /tmp && FLASHLAB_TEST_PARTIAL_BUILD=1 timeout 300 python3 -m pytest -q -rfs "$OLDPWD/python/tests/test_torch.py" \
     "$OLDPWD/python/tests/test_flash_attn.py" "$OLDPWD/python/tests/test_torch_kvcache.py" \
     "$OLDPWD/python/tests/test_torch_kvcache_cuda.py" "$OLDPWD/python/tests/test_torch_sinks.py" "$OLDPWD/python/tests/test_kvcache.py" -s > "$OUT/torch_tests.txt" 2>&1; echo "torch tests rc $?" >> "$OUT/torch_tests.txt")
   grep -E "^FAILED|passed|failed|rc |\[graph\]" "$OUT/torch_tests.txt" | tail -14

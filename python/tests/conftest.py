@@ -37,3 +37,22 @@ def pytest_report_header(config):
     except Exception:
         lines.append("torch: not installed (torch tests are skipped)")
     return lines
+
+
+# FLASHLAB_TEST_PARTIAL_BUILD=1 (tools/gpu_sm90.sh's python phase, whose device builds compile a
+# few head dims and dtypes to save time): a test that fails only because flashlab raised
+# UnsupportedError for a head dim or dtype this build did not compile is reported as skipped, with
+# the message. Off by default: with a full build such an error is a failure.
+if os.environ.get("FLASHLAB_TEST_PARTIAL_BUILD") == "1":
+    import pytest
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if (call.when == "call" and rep.failed and isinstance(exc, flashlab.UnsupportedError)
+                and "is not compiled into this build" in str(exc)):
+            rep.outcome = "skipped"
+            reason = str(exc).split(";")[0]
+            rep.longrepr = (str(item.path), item.location[1] or 0, "Skipped: partial build: " + reason)
