@@ -76,6 +76,30 @@ void check_case(const Case& c) {
       }
     }
     ASSERT_EQ(sink_end == 0 && range.n_max <= lo_block, !any_visible) << "m_block " << m_block;
+    // cuda_sm90's forward walk (SinkKeyBlockWalk, its bounded sink_end): descending, no block
+    // twice, every block with a visible key, and the blocks it leaves unmasked seen whole.
+    if (c.sink > 0) {
+      const flashlab::common::SinkKeyBlockWalk<kBlockM, kBlockN> walk(p, t, range);
+      ASSERT_GE(walk.sink_end, sink_end) << "m_block " << m_block;
+      std::vector<char> seen(n_blocks + 1, 0);
+      int prev = n_blocks + 1;
+      for (int n = walk.first; n >= 0; n = walk.next(n)) {
+        ASSERT_LT(n, prev) << "m_block " << m_block;
+        ASSERT_LT(n, n_blocks) << "m_block " << m_block;
+        prev = n;
+        seen[n] = 1;
+        if (n >= walk.sink_end && !range.needs_mask(n)) {
+          for (int i = m_block * kBlockM; i < row_end; ++i)
+            for (int j = n * kBlockN; j < (n + 1) * kBlockN; ++j)
+              ASSERT_TRUE(j < c.k_len && flashlab::key_visible(ref, i, j))
+                  << "m_block " << m_block << ": walk leaves key block " << n << " unmasked";
+        }
+      }
+      for (int n = 0; n < n_blocks; ++n)
+        for (int i = m_block * kBlockM; i < row_end && !seen[n]; ++i)
+          for (int j = n * kBlockN; j < std::min(c.k_len, (n + 1) * kBlockN); ++j)
+            ASSERT_FALSE(flashlab::key_visible(ref, i, j)) << "m_block " << m_block << ": walk skips key block " << n;
+    }
     // The forward's loop split: [unmasked_begin, unmasked_end) is exactly the blocks needs_mask()
     // lets through, so the three loops together visit [n_min, n_max) once each, masks included.
     const int ub = range.unmasked_begin(), ue = range.unmasked_end();

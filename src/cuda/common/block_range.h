@@ -90,6 +90,30 @@ struct KeyBlockRange {
   }
 };
 
+// The key blocks a query tile visits with StreamingLLM sink tokens (cuda_sm90's forward kSinks
+// kernel; cuda_sm80's forward spells the same walk in its loops, with the exact sink_end), last to
+// first: the window's [lo, n_max) with lo = max(n_min, sink_end), then the sink blocks
+// [0, sink_end). next() steps down and jumps the gap between the two ranges; -1 past block 0. No
+// block twice. sink_end here bounds the last row's s = min(sink, lo, hi + 1) by min(sink, lo,
+// k_len) (hi + 1 <= k_len), from what KeyBlockRange holds: sink_keys' 64-bit arithmetic beside
+// KeyBlockRange's made the producer (24 registers) spill. Where the bound is loose (a row's right
+// bound left of the sink tokens) a block more is visited, masked per element.
+template <int kBlockM, int kBlockN>
+struct SinkKeyBlockWalk {
+  int sink_end = 0, lo = 0, first = -1;
+  SinkKeyBlockWalk() = default;
+  FLASHLAB_HD SinkKeyBlockWalk(const ScoreArgs& p, const WorkTile& t, const KeyBlockRange<kBlockM, kBlockN>& r) {
+    int64_t s = p.sink_tokens > 0 ? p.sink_tokens : 0;
+    if (r.full_lo < s) s = r.full_lo;  // the last row's lo
+    if (t.k_len < s) s = t.k_len;
+    sink_end = static_cast<int>((s + kBlockN - 1) / kBlockN);
+    lo = r.n_min > sink_end ? r.n_min : sink_end;
+    first = r.n_max > lo ? r.n_max - 1 : sink_end - 1;
+  }
+  FLASHLAB_HD bool empty() const { return first < 0; }
+  FLASHLAB_HD int next(int n) const { return n - 1 < lo && n - 1 >= sink_end ? sink_end - 1 : n - 1; }
+};
+
 // Row `row`'s visible keys as offsets from column j0: key j0 + dj is visible iff
 // lo_rel <= dj <= hi_rel. visible_keys() is clamped into [-1, k_len] first, so the offsets fit
 // 32 bits and the per-score test is one compare-and-select (keys >= k_len are never visible).

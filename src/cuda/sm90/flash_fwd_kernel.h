@@ -75,6 +75,10 @@ struct FlashFwdKernel {
   static constexpr bool kRegRealloc = Stages_::kRegRealloc;
   static constexpr bool kPingPong = Stages_::kPingPong;
   static constexpr bool kOverlap = Stages_::kOverlap;
+  // StreamingLLM sink tokens (Variant::kSinks: the kernel fwd_launch.h launches when they matter):
+  // the key blocks of common::SinkKeyBlockWalk. The kernel without them is unchanged.
+  static constexpr bool kSinks = Variant::kSinks;
+  using SinkWalk = common::SinkKeyBlockWalk<kBlockM, kBlockN>;
   // Where ptxas wants the consumer's code inlined whole (nvcc 13.0, checked by the ptxas gate): at
   // 128 x 176 a call to consume() puts a function boundary inside the wgmma pipeline (C7510) and
   // spills; inlining it at 128 x 80 (hdim 256) makes ptxas inject warpgroup.arrive (C7519). So the
@@ -168,6 +172,31 @@ struct FlashFwdKernel {
       if (tile.m_block * kBlockM >= tile.q_len) continue;
       const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
       const typename Mainloop::TileCoords c = Mainloop::coords(params.mainloop, tile);
+      if constexpr (kSinks) {  // the same sequence over SinkKeyBlockWalk's blocks
+        const SinkWalk walk(params.variant, tile, range);
+        if (!walk.empty()) Mainloop::template load_kv<false>(params.mainloop, c, walk.first, pipeline_k, state_k, smem);
+        if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
+        Mainloop::load_q(params.mainloop, c, smem);
+        ++q_loads;
+        if (walk.empty()) continue;
+        Mainloop::template load_kv<true>(params.mainloop, c, walk.first, pipeline_v, state_v, smem);
+        // The rest of the window, then the sink blocks: two plain loops (one loop stepping with
+        // walk.next() kept sink_end and lo live on the producer's 24 registers: 20 bytes spilled).
+        int n = walk.first - 1;
+        const int sink_end = walk.sink_end;
+        CUTE_NO_UNROLL
+        for (; n >= walk.lo; --n) {
+          Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+          Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+        }
+        if (n >= sink_end) n = sink_end - 1;
+        CUTE_NO_UNROLL
+        for (; n >= 0; --n) {
+          Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+          Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+        }
+        continue;
+      }
       if (!range.empty())
         Mainloop::template load_kv<false>(params.mainloop, c, range.n_max - 1, pipeline_k, state_k, smem);
       if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
@@ -209,6 +238,12 @@ struct FlashFwdKernel {
                                                PipelineV& pipeline_v, PipelineState& state_k,
                                                PipelineState& state_v, int q_phase) const {
     const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+    // kSinks: the blocks of SinkKeyBlockWalk, first = the first one visited (else n_max - 1).
+    // Without sink tokens walk is never built (sink_end, lo, first folded away).
+    // (The expressions without sink tokens are the ones of the kernel before sink tokens: written
+    // otherwise, ptxas scheduled the prologue differently.)
+    const SinkWalk walk = kSinks ? SinkWalk(params.variant, tile, range) : SinkWalk{};
+    auto next_block = [&](int n) __attribute__((always_inline)) { return kSinks ? walk.next(n) : n - 1; };
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
     const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
     const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;  // consumer warpgroup 0..kMmaWarpGroups-1
@@ -217,10 +252,11 @@ struct FlashFwdKernel {
     // live (later, ptxas spilled around it). Uniform over the CTA; the loop's wait on this stage
     // returns at once.
     if constexpr (kVarlenCapable) {
-      if (params.mainloop.varlen && !range.empty() && range.n_max * kBlockN > tile.k_len) {
+      if (params.mainloop.varlen && (kSinks ? !walk.empty() && (walk.first + 1) * kBlockN > tile.k_len
+                                            : !range.empty() && range.n_max * kBlockN > tile.k_len)) {
         pipeline_v.consumer_wait(state_v);
-        Mainloop::template zero_v_rows<kMmaThreads>(smem, state_v.index(), tile.k_len - (range.n_max - 1) * kBlockN,
-                                                    mma_tid);
+        Mainloop::template zero_v_rows<kMmaThreads>(
+            smem, state_v.index(), tile.k_len - (kSinks ? walk.first : range.n_max - 1) * kBlockN, mma_tid);
       }
     }
     typename Traits::TiledMmaQK mma_qk;
@@ -234,7 +270,7 @@ struct FlashFwdKernel {
     const Variant variant(params.variant, tile);
     common::OnlineSoftmax<Traits::kRowsPerThread> softmax;
 
-    if (!range.empty()) {
+    if (kSinks ? !walk.empty() : !range.empty()) {
       Mainloop mainloop(smem, mma_tid);
       const float scale_log2 = variant.softmax_scale_log2();
       Tensor acc_s = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2, 2, BLK_N/8), 1, 1)
@@ -253,9 +289,11 @@ struct FlashFwdKernel {
         products();
         if constexpr (kPingPong) named_barrier_arrive(kPairThreads, next);
       };
+      // kSinks: every masked block takes the sink keys (a window block's sink bound is <= its
+      // first key, so it masks as without them); the sink blocks are always masked.
       auto before_softmax = [&](int n_block) __attribute__((always_inline)) {
-        if (range.needs_mask(n_block))
-          variant.template before_softmax<true>(s, tScS, n_block);
+        if ((kSinks && n_block < walk.sink_end) || range.needs_mask(n_block))
+          variant.template before_softmax<true, kSinks>(s, tScS, n_block);
         else
           variant.template before_softmax<false>(s, tScS, n_block);
       };
@@ -272,7 +310,7 @@ struct FlashFwdKernel {
         warpgroup_wait<1>();  // S = Q·K(n) done; P·V(n + 1) may still run
         pipeline_k.consumer_release(state_k);
         ++state_k;
-        variant.template before_softmax<kMask>(s, tScS, n_block);
+        variant.template before_softmax<kMask, kSinks && kMask>(s, tScS, n_block);
         softmax.update_stats(s, scale_log2, alpha);
         warpgroup_wait<0>();  // P·V(n + 1) done: O and P's registers are free again
         pipeline_v.consumer_release(state_v);
@@ -288,7 +326,7 @@ struct FlashFwdKernel {
         warpgroup_wait<0>();
         pipeline_k.consumer_release(state_k);
         ++state_k;
-        variant.template before_softmax<kMask>(s, tScS, n_block);
+        variant.template before_softmax<kMask, kSinks && kMask>(s, tScS, n_block);
         softmax.update(s, o, scale_log2);
         convert_into(acc_s, p16);
         pipeline_v.consumer_wait(state_v);
@@ -305,7 +343,7 @@ struct FlashFwdKernel {
       };
 
       smem.barrier_q.wait(q_phase);
-      int n_block = range.n_max - 1;
+      int n_block = kSinks ? walk.first : range.n_max - 1;
       if constexpr (kOverlap) {
         // The first block alone: no P·V to overlap yet, and O is still zero (no rescale).
         pipeline_k.consumer_wait(state_k);
@@ -316,15 +354,19 @@ struct FlashFwdKernel {
         before_softmax(n_block);
         softmax.update_stats(s, scale_log2, alpha);
         convert_into(acc_s, p16);
-        --n_block;
+        n_block = next_block(n_block);
       }
       // Last to first in three loops, as sm80: blocks cut by the mask (causal diagonal, sequence
       // end), blocks every row sees whole (no mask code compiled in), the masked rest (a window's
       // left edge).
+      // kSinks: the window's blocks [walk.lo, n_max) so, then the sink blocks in the third loop
+      // (next_block jumps the gap).
       const int unmasked_begin = range.unmasked_begin(), unmasked_end = range.unmasked_end();
-      for (; n_block >= unmasked_end; --n_block) step(n_block, cute::true_type{});
-      for (; n_block >= unmasked_begin; --n_block) step(n_block, cute::false_type{});
-      for (; n_block >= range.n_min; --n_block) step(n_block, cute::true_type{});
+      for (; n_block >= unmasked_end && (!kSinks || n_block >= walk.lo); n_block = next_block(n_block))
+        step(n_block, cute::true_type{});
+      for (; n_block >= unmasked_begin && (!kSinks || n_block >= walk.lo); n_block = next_block(n_block))
+        step(n_block, cute::false_type{});
+      for (; n_block >= (kSinks ? 0 : range.n_min); n_block = next_block(n_block)) step(n_block, cute::true_type{});
       // Every Q·Kᵀ of the tile retired: with O staged elsewhere, the next tile's Q may land now,
       // during the last P·V and the epilogue.
       if constexpr (Traits::kSeparateO) release_q(smem);

@@ -29,9 +29,11 @@ namespace sm90 {
 
 constexpr const char* kImplName = "cuda_sm90";
 
-template <typename Traits, typename StagesT = AllStages>
+// kSinks: compiled for StreamingLLM sink tokens (common::ScoreVariant's kSinks; run_fwd launches
+// it when they change the mask).
+template <typename Traits, typename StagesT = AllStages, bool kSinks = false>
 using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::PersistentFwdTileScheduler,
-                                 common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>, StagesT>;
+                                 common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks>, StagesT>;
 
 // The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
 // (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX). Persistent CTAs hide a
@@ -136,6 +138,19 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   if (stages != nullptr && std::strcmp(stages, "overlap") == 0)
     return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
 #endif
+  // StreamingLLM sink tokens change the mask only beside a left window (mask.h, sink_keys): then
+  // the kSinks kernel, on hdim 64's 128 x 128 tile (two consumer warpgroups: varlen too) or the
+  // default tile; FLASHLAB_SM90_FWD_TILE does not apply. Without a left window the call is the
+  // same as without sink tokens.
+  if (args.score.sink_tokens > 0 && args.score.window_left >= 0) {
+    if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
+      constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
+      using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
+      return launch_fwd<FwdKernel<ShortTraits, AllStages, true>>(args, s);
+    } else {
+      return launch_fwd<FwdKernel<Traits, AllStages, true>>(args, s);
+    }
+  }
   FwdTileSize want{};
   const bool forced = forced_fwd_tile(&want);
   // Varlen runs on two consumer warpgroups (FlashFwdKernel::kVarlenCapable): where the default
