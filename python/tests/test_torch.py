@@ -414,7 +414,8 @@ def test_cuda_vs_float64_and_sdpa(case, dtype, head_dim):
         check_all(got, want, peer, dtype, scales)
 
 
-# StreamingLLM sink tokens on CUDA: impl auto runs cuda_sm80's kernels for them (cuda_sm90 has none);
+# StreamingLLM sink tokens on CUDA: impl auto runs cuda_sm90's forward on a Hopper GPU and cuda_sm80's
+# backward (cuda_sm80 for both elsewhere);
 # checked against float64 with the reference evaluated in the dtype as the baseline.
 @cuda_only
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=lambda d: NAMES[d])
