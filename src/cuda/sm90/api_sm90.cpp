@@ -117,6 +117,12 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
       return unsupported("cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
                          std::to_string(sm90::kMaxVarlenHeadDim) + ")");
   }
+  // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels), not the
+  // backward yet.
+  if (c.sink_tokens > 0 && backward) return unsupported("sink_tokens (StreamingLLM sink tokens) in the backward");
+  if (c.sink_tokens > 0 && c.head_dim > sm90::kMaxSinkTokensHeadDim)
+    return unsupported("sink_tokens (StreamingLLM sink tokens) at head_dim " + std::to_string(c.head_dim) + " (> " +
+                       std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
   if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (bucket 192)");
   if (backward && c.head_dim < kMinBackwardHeadDim)

@@ -143,7 +143,9 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   // default tile; FLASHLAB_SM90_FWD_TILE does not apply. Without a left window the call is the
   // same as without sink tokens.
   if (args.score.sink_tokens > 0 && args.score.window_left >= 0) {
-    if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
+    if constexpr (kHeadDim > kMaxSinkTokensHeadDim) {  // sm90_supports refused the call
+      return Status(StatusCode::kInternal, "impl cuda_sm90: sink tokens above head dim 128");
+    } else if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
       constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
       using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
       return launch_fwd<FwdKernel<ShortTraits, AllStages, true>>(args, s);

@@ -79,6 +79,9 @@ constexpr int kLongTileMinSeqlenK = 4097;
 // Varlen (cu_seqlens) forwards run on cuda_sm90 up to this head dim. At 256 the zeroing of V's
 // neighbour rows (mainloop_fwd.h zero_v_rows) made ptxas spill 4 bytes wherever it was placed
 // (nvcc 13.0): impl=auto runs those calls on cuda_sm80.
+// StreamingLLM sink tokens (the forward's kSinks kernels): up to head dim 128; at 192 and 256
+// ptxas spilled them (8 and 76 bytes), and api_sm90.cpp leaves those to cuda_sm80.
+constexpr int kMaxSinkTokensHeadDim = 128;
 constexpr int kMaxVarlenHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
