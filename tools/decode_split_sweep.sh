@@ -20,8 +20,9 @@ if [[ $WHAT == all || $WHAT == shapes ]]; then
   done
 fi
 if [[ $WHAT == all || $WHAT == batch1 ]]; then
-  for s in 0 16 33 64; do run --batch 1 --heads 32 --heads-kv 8 --cache-len 131072 --splits $s; done
-  for s in 0 4 8 16; do run --batch 4 --heads 32 --heads-kv 8 --cache-len 8192 --splits $s; done
+  for s in 0 12 16 32; do run --batch 1 --heads 32 --heads-kv 8 --cache-len 131072 --splits $s; done
+  for s in 0 4 8; do run --batch 4 --heads 32 --heads-kv 8 --cache-len 8192 --splits $s; done
+  for s in 0 1 2; do run --batch 16 --heads 32 --heads-kv 8 --cache-len 4096 --splits $s; done
 fi
 if [[ $WHAT == auto ]]; then
   for L in 1024 4096 16384 65536; do run --batch 32 --heads 32 --heads-kv 8 --cache-len $L; done

@@ -173,19 +173,70 @@ def make_flex(torch):
 
 # ------------------------------------------------------------------------------------ timing
 
+FLUSH_MODES = ("write", "read")
+
+
 class Timer:
-    def __init__(self, torch, budget_ms, min_reps=3, max_reps=50):
+    """CUDA-event timing of one call, L2 flushed before each rep with a 256 MiB buffer (5x the
+    H100's 50 MB L2). flush="write" zeroes it: the L2 is then full of dirty lines, which the timed
+    call writes back to memory as it evicts them (~50 MB: ~17 us at 3 TB/s, paid by every
+    implementation alike; visible in calls of tens of microseconds, such as a decode step at 1k).
+    flush="read" sums it instead: the L2 holds clean lines of the buffer, nothing of the timed call's
+    data and nothing to write back, as after a kernel that read its inputs."""
+
+    def __init__(self, torch, budget_ms, min_reps=3, max_reps=50, flush="write", graph=False):
+        if flush not in FLUSH_MODES:
+            raise ValueError(f"flush must be one of {FLUSH_MODES}, not {flush!r}")
         self.torch, self.budget_ms, self.min_reps, self.max_reps = torch, budget_ms, min_reps, max_reps
-        self.flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        self.flush = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")
+        self.flush_mode = flush
+        # graph=True: fn is captured once in a CUDA graph and each rep replays it, so the time is the
+        # GPU's alone (a replay's launch is a few microseconds of host time, whatever fn's Python costs).
+        self.graph = graph
+
+    def _capture(self, fn):
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):                    # a warm-up on a side stream before capture,
+            fn()                                         # as torch.cuda.graph's documentation asks
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        torch.cuda.synchronize()
+        return g
+
+    def host_us(self, fn, reps=30):
+        """Median host time of one call (perf_counter around it, the GPU drained before each), µs."""
+        torch = self.torch
+        times = []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+        return statistics.median(times)
+
+    def _flush(self):
+        if self.flush_mode == "write":
+            self.flush.zero_()
+        else:
+            self.flush.view(self.torch.int64).sum()   # reads every line; the result is not used
 
     def __call__(self, fn, cap_ms):
         """Median ms of fn over the reps that fit the budget; (ms, reps). One rep if past cap_ms."""
         torch = self.torch
         fn()                                             # warm-up: compilation, autotuning, allocator
         torch.cuda.synchronize()
+        graph = None
+        if self.graph:
+            graph = self._capture(fn)
+            fn = graph.replay
         times, reps = [], self.max_reps
         while len(times) < reps:
-            self.flush.zero_()
+            self._flush()
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
@@ -226,7 +277,7 @@ def run(args, impls, records, path_jsonl):
     import torch
 
     dtype = torch.bfloat16
-    timer = Timer(torch, args.budget_ms)
+    timer = Timer(torch, args.budget_ms, flush=args.flush)
     t0 = time.time()
     done = {(r["impl"], r["pass"], r["hdim"], r["causal"], r["seqlen"]): r for r in records}
     points = [(d, c, s) for d in args.hdims for c in args.causal for s in args.seqlens]
@@ -450,6 +501,8 @@ def parse_args(argv):
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--quick", action="store_true", help="hdims 64,128; seqlens 1024,4096; small budget")
     ap.add_argument("--budget-ms", type=float, default=150.0, help="timed milliseconds per point")
+    ap.add_argument("--flush", choices=FLUSH_MODES, default="write",
+                    help="how L2 is flushed before each call (Timer): write zeroes 256 MiB, read sums it")
     ap.add_argument("--cap-ms", type=float, default=1000.0, help="time cap of one call (see above)")
     ap.add_argument("--deadline", type=float, default=0.0, help="seconds; later points are noted, not run")
     ap.add_argument("--resume", action="store_true", help="keep DIR/results.jsonl's points, run the rest")
@@ -485,7 +538,8 @@ def main(argv=None):
         impls = [x for x in args.impls.split(",") if x]
         header = ("## flashlab.bench: attention forward and backward, bf16\n\n" + environment(argv)
                   + f"\n- grid: batch = {args.tokens} / seqlen, heads = {args.width} / head_dim, seqlen_q = seqlen_k; "
-                  + f"{args.budget_ms:.0f} ms of timed calls per point, median; L2 flushed between calls")
+                  + f"{args.budget_ms:.0f} ms of timed calls per point, median; L2 flushed between calls "
+                  + f"({args.flush} flush)")
         if args.resume and os.path.exists(header_path):   # a later sweep merged into this table
             header = open(header_path).read() + f"\n- merged with: `python -m flashlab.bench {' '.join(argv)}`"
         with open(header_path, "w") as fh:

@@ -31,10 +31,15 @@ Correctness: before timing, each implementation's output is compared with a floa
 on the GPU in chunks of the batch); max |delta| is recorded, and an implementation above 0.05 (or
 with a NaN) is marked WRONG and not timed.
 
-Timing: flashlab.bench.Timer — CUDA events around each call, a warm-up call first, a 256 MiB buffer
-zeroed between calls (flushes L2), median of the calls that fit --budget-ms. A call's host-side
-work is mostly inside the timing (the GPU idles until the launch), as a serving loop without CUDA
-graphs sees it (KVCacheDecoder.run() is graph-capturable; this benchmark runs it eagerly).
+Timing: flashlab.bench.Timer — CUDA events around each call, a warm-up call first, L2 flushed with
+a 256 MiB buffer before each call, median of the calls that fit --budget-ms. --flush write (the
+default, the figures of record) zeroes the buffer: the call then also writes back up to 50 MB of
+dirty lines, ~17 µs at 3 TB/s, about a quarter of a step at 1k for every implementation alike;
+--flush read sums it instead (clean L2). Eager calls by default: where a call's host-side work
+outlasts the flush queued before it (~90 µs), the GPU idles and the wait is in the time, as a
+serving loop without CUDA graphs sees it. --graph captures each call in a CUDA graph once and
+times replays: the GPU's time alone. Each point also records the host time of one eager call
+(perf_counter, the GPU drained first), a table of its own in the output.
 TB/s = batch * L * heads_kv * head_dim * 2 (K and V) * 2 bytes / median time: the bandwidth of
 reading the cache once.
 
@@ -55,7 +60,7 @@ import os
 import sys
 import warnings
 
-from flashlab.bench import Skip, Timer, environment, progress
+from flashlab.bench import FLUSH_MODES, Skip, Timer, environment, progress
 
 OURS = ("flashlab", "flashlab_decoder")
 PEERS = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")
@@ -274,7 +279,7 @@ def blank_record(name, args, cache_len, page_size, note=""):
     return dict(impl=name, cache_len=cache_len, page_size=page_size, batch=args.batch, seqlen_q=args.seqlen_q,
                 heads=args.heads, heads_kv=args.heads_kv, head_dim=args.head_dim,
                 bytes=kv_bytes(args.batch, cache_len, args.heads_kv, args.head_dim),
-                ms=None, tbps=None, ratio=None, max_abs=None, reps=0, note=note)
+                ms=None, tbps=None, ratio=None, max_abs=None, reps=0, host_us=None, note=note)
 
 
 def run_point(torch, args, cache_len, page_size, timer, bar, device="cuda"):
@@ -297,7 +302,8 @@ def run_point(torch, args, cache_len, page_size, timer, bar, device="cuda"):
                     f"; {rec['note']}" if rec["note"] else "")
             else:
                 ms, reps = timer(call, CAP_MS)
-                rec.update(ms=ms, tbps=tbps(rec["bytes"], ms), reps=reps)
+                host_us = getattr(timer, "host_us", None)   # a plain function in the CPU tests
+                rec.update(ms=ms, tbps=tbps(rec["bytes"], ms), reps=reps, host_us=host_us(call) if host_us else None)
         except Skip as e:
             rec["note"] = str(e)
         except Exception as e:  # noqa: BLE001 - an unsupported point is a note, not a crash
@@ -315,7 +321,7 @@ def run_point(torch, args, cache_len, page_size, timer, bar, device="cuda"):
 def run(args, records, path_jsonl):
     import torch
 
-    timer = Timer(torch, args.budget_ms)
+    timer = Timer(torch, args.budget_ms, flush=args.flush, graph=args.graph)
     bar = progress(len(args.cache_lens) * len(args.page_sizes) * len(args.impls))
     for page_size in args.page_sizes:
         for cache_len in args.cache_lens:
@@ -375,17 +381,23 @@ def render_markdown(records, header):
                 if r is not None and r["note"]:
                     notes.append(f"{name}: {r['note']}")
         lines += [""] + [f"- {n}" for n in dict.fromkeys(notes)]
-    lines += ["", "<details><summary>Every point: ms, TB/s, ratio to the best peer, max |delta|</summary>", "",
-              "| L | page | impl | ms | TB/s | ratio | max abs delta | reps | note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["", "Host time of one eager call, µs (median; the GPU drained before each call):", "",
+                  "| impl | " + " | ".join(_len_label(n) for n in lens) + " |", "|---|" + "---|" * len(lens)]
+        for name in impls:
+            cells = [(index.get((name, n, page_size)) or {}).get("host_us") for n in lens]
+            lines.append(f"| {name} | " + " | ".join("" if c is None else f"{c:.0f}" for c in cells) + " |")
+    lines += ["", "<details><summary>Every point: ms, TB/s, ratio to the best peer, max |delta|, host µs</summary>",
+              "", "| L | page | impl | ms | TB/s | ratio | max abs delta | reps | host µs | note |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         ms = f"{r['ms']:.4f}" if r["ms"] else ""
         tb = f"{r['tbps']:.3f}" if r["tbps"] else ""
         ratio = f"{r['ratio']:.3f}" if r["ratio"] else ""
         err = "" if r["max_abs"] is None else f"{r['max_abs']:.2e}"
         note = r["note"].replace("|", "\\|")   # a | inside a cell would end it
+        host = "" if r.get("host_us") is None else f"{r['host_us']:.0f}"
         lines.append(f"| {r['cache_len']} | {r['page_size']} | {r['impl']} | {ms} | {tb} | {ratio} | {err} "
-                     f"| {r['reps']} | {note} |")
+                     f"| {r['reps']} | {host} | {note} |")
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
@@ -406,6 +418,11 @@ def parse_args(argv):
     ap.add_argument("--page-sizes", default="0", help="comma list; 0 = contiguous cache, P > 0 = pages of P")
     ap.add_argument("--impls", default=",".join(IMPLS), help="comma list of: " + ", ".join(IMPLS))
     ap.add_argument("--budget-ms", type=float, default=100.0, help="timed milliseconds per point")
+    ap.add_argument("--flush", choices=FLUSH_MODES, default="write",
+                    help="how L2 is flushed before each call (flashlab.bench.Timer): write zeroes 256 MiB "
+                         "(the call then writes back ~50 MB of dirty lines), read sums it")
+    ap.add_argument("--graph", action="store_true",
+                    help="time CUDA-graph replays of each call (the GPU's time without the host's)")
     ap.add_argument("--out", default="bench-decode-out")
     args = ap.parse_args(argv)
     args.cache_lens = _int_list(args.cache_lens)
@@ -442,7 +459,8 @@ def main(argv=None):
               + (" (causal, bottom-right)" if args.seqlen_q > 1 else "")
               + f", heads {args.heads} / heads_kv {args.heads_kv}, head_dim {args.head_dim}; full caches "
               + "(cache_seqlens = L); page size 0 = contiguous, else a shuffled block table"
-              + f"\n- {args.budget_ms:.0f} ms of timed calls per point, median; L2 flushed between calls; "
+              + f"\n- {args.budget_ms:.0f} ms of timed calls per point, median; L2 flushed between calls "
+              + f"({args.flush} flush){'; CUDA-graph replays' if args.graph else ''}; "
               + "TB/s = batch * L * heads_kv * head_dim * 2 (K, V) * 2 bytes / time")
     open(path_jsonl, "w").close()
     records = run(args, [], path_jsonl)

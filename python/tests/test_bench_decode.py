@@ -63,7 +63,8 @@ def test_an_expanded_view_cannot_replace_the_copy():
 def _rec(impl, L, page, tbps=None, note="", max_abs=1e-3):
     return dict(impl=impl, cache_len=L, page_size=page, batch=32, seqlen_q=1, heads=32, heads_kv=8, head_dim=128,
                 bytes=bd.kv_bytes(32, L, 8, 128), ms=(bd.kv_bytes(32, L, 8, 128) / tbps / 1e9 if tbps else None),
-                tbps=tbps, ratio=None, max_abs=max_abs, reps=10 if tbps else 0, note=note)
+                tbps=tbps, ratio=None, max_abs=max_abs, reps=10 if tbps else 0, note=note,
+                host_us=(40.0 + L / 1024 if tbps else None))
 
 
 def _synthetic():
@@ -116,10 +117,14 @@ def test_markdown():
     assert "| sdpa_flash | – |  |" in paged
     assert "- sdpa_flash: contiguous only" in paged
     # Every record in the details table, with max |delta|; a | inside a note is escaped.
-    assert "| 4096 | 0 | flashlab |  |  |  | 3.00e-01 | 0 | WRONG: max abs delta 0.3 > 0.05 |" in lines
+    assert "| 4096 | 0 | flashlab |  |  |  | 3.00e-01 | 0 |  | WRONG: max abs delta 0.3 > 0.05 |" in lines
+    assert "| 4096 | 0 | flashlab_decoder | 0.2147 | 2.500 | 1.250 | 1.00e-03 | 10 | 44 |  |" in lines
     md = bd.render_markdown([_rec("flashlab", 1024, 0, None, note="failed: a|b")], "")
-    assert "| 1024 | 0 | flashlab |  |  |  | 1.00e-03 | 0 | failed: a\\|b |" in md.splitlines()
+    assert "| 1024 | 0 | flashlab |  |  |  | 1.00e-03 | 0 |  | failed: a\\|b |" in md.splitlines()
     assert sum(1 for x in lines if x.startswith("| 1024 | ") or x.startswith("| 4096 | ")) == 13
+    # The host-time table under each page size's table: µs of one eager call, blank where not timed.
+    host = contiguous[contiguous.index("Host time of one eager call, µs (median; the GPU drained before each call):"):]
+    assert "| flashlab | 41 |  |" in host and "| flashlab_decoder | 41 | 44 |" in host
 
 
 def test_main_without_cuda_returns_2(tmp_path, capsys):

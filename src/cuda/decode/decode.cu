@@ -74,13 +74,22 @@ int ctas_per_sm(const KvCacheParams& p, DecodeKernel kernel) {
 
 // Splits of the keys: split_size fixes the keys per split (the count covers the capacity; splits
 // past a sequence's length write LSE -inf, which the combine skips); num_splits > 0 is the count.
-// Auto: a decode kernel streams at full speed once every SM holds its resident CTAs (slots =
-// CTAs per SM x SMs), and a split costs a combine and a pipeline fill. So auto takes the fewest
-// splits whose CTAs fill the slots' waves within 5 % of the best fill any count reaches, where a
-// count of n fills  ctas·n / (slots · ceil(ctas·n / slots)),  with n up to 64 and at least 512 keys
-// per split. Measured on the H100 (docs/perf.md, "Decode: the split rule"): B 32 GQA 32/8 (256
-// CTAs, 264 slots) one split, 2.06 / 2.70 TB/s at 1k / 4k where the previous rule's 2 / 5 splits
-// gave 1.85 / 2.46; B 1 at 128k 32 splits (33: 2.58, 64: 2.27); B 4 at 8k 8 (1.89, 16: 1.70).
+// Auto: a split costs a pipeline fill, fp32 partials and the combine, so split only as far as the
+// memory system needs CTAs. With ctas = batch x heads_kv x query-row chunks:
+// - the tile kernel on a contiguous cache: one of its CTAs alone on an SM streams ~30 GB/s on the
+//   H100, so ~100 CTAs saturate the DRAM. ctas <= SMs: floor(SMs / ctas) splits (one wave of one
+//   CTA per SM); SMs < ctas <= resident slots (every CTA resident): none;
+// - else (more CTAs than slots; a paged cache, 35-40 % slower at one CTA per SM with pages of 16
+//   and of 256 keys alike, cause not profiled; the v5 kernel): the fewest splits whose CTAs fill
+//   the resident slots' waves (slots = CTAs per SM x SMs) within 5 % of the best fill any count
+//   reaches, a count n filling  ctas·n / (slots · ceil(ctas·n / slots)).
+// Always at most 64 splits and at least 512 keys per split. Measured on the H100 (CUDA-graph
+// replays, docs/perf.md, "Decode: the split rule, one CTA per SM"): B 1 GQA 32/8 at 128k 16 splits
+// 2.83-2.88 TB/s (the fill rule's 32: 2.75), B 4 at 8k 4 (2.39-2.42; 8: 2.33), B 12 at 4k none
+// (2.73; 4: 2.38), B 16 at 4k none (2.81; 2: 2.10-2.66); B 2 at 64k in pages of 16 keys needs the
+// fill rule's 16 splits (2.57; 8: 1.71); B 40 at 4k (320 CTAs) the fill rule's 4 (3.81 on an H200;
+// 1: 3.50). (Session 10's sweep, before the tile kernel lost 2/3 of its instructions, had found
+// one CTA per SM 20 % slower.)
 int regular_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   const int64_t cap = capacity(p);
   if (p.split_size > 0) {
@@ -94,6 +103,10 @@ int regular_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   int64_t n_max = (cap + 511) / 512;
   if (n_max > 64) n_max = 64;
   if (n_max < 1) n_max = 1;
+  if (kernel == DecodeKernel::kTile && p.block_table == nullptr && ctas <= slots) {
+    const int64_t n = ctas <= sm_count ? sm_count / ctas : 1;
+    return static_cast<int>(n < n_max ? n : n_max);
+  }
   auto fill = [&](int64_t n) {
     const int64_t c = ctas * n;
     return static_cast<double>(c) / static_cast<double>(slots * ((c + slots - 1) / slots));
