@@ -31,7 +31,7 @@ from torch.utils.dlpack import to_dlpack
 
 from . import _core
 from ._core import FlashlabError
-from .torch import _allocate_workspace, _capsule, _current_stream, _lib, _last_dim_contiguous
+from .torch import _allocate_workspace, _capsule, _current_stream, _eager, _lib, _last_dim_contiguous
 
 # ---------------------------------------------------------------------------------------------
 # Schemas
@@ -101,8 +101,8 @@ def _lse_shape(q: Tensor):
 
 def _kvcache_attention(q, k_cache, v_cache, cache_seqlens, *options):
     q = _last_dim_contiguous(q)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(_lse_shape(q), dtype=torch.float32, device=q.device)
+    out = q.new_empty(q.shape)   # new_empty: about half of torch.empty(shape, dtype=, device=)'s host time
+    lse = q.new_empty(_lse_shape(q), dtype=torch.float32)
     _launch(_core.attention_with_kvcache, q, None, to_dlpack(q), to_dlpack(k_cache), to_dlpack(v_cache),
             to_dlpack(cache_seqlens), to_dlpack(out), to_dlpack(lse), **_kv_options(*options))  # fmt: skip
     return out, lse
@@ -238,15 +238,19 @@ def attention_with_kvcache(
     captured in a CUDA graph; meant for debugging. Without it, CUDA kernels guard their writes but
     may read what a bad entry names (docs/kvcache.md, "Validation"). On the CPU the side tensors are
     always checked; the flag changes nothing there."""
-    q = q.detach()
-    return _KV(
-        q, k_cache.detach(), v_cache.detach(), _seqlens(cache_seqlens, q.shape[0], q.device),
-        None if k is None else k.detach(), None if v is None else v.detach(), _f32(rotary_cos), _f32(rotary_sin),
-        bool(rotary_interleaved), _int32("cache_batch_idx", cache_batch_idx), _int32("cache_leftpad", cache_leftpad),
-        _int32("block_table", block_table), page_layout, softmax_scale, bool(causal), int(window_size[0]),
-        int(window_size[1]), float(softcap), _f32(alibi_slopes), _f32(sink_logits), int(num_splits),
-        int(split_size), bool(check_device_data), impl, int(sink_tokens),
+    q, k_cache, v_cache, k, v = (None if x is None else x.detach() if x.requires_grad else x
+                                 for x in (q, k_cache, v_cache, k, v))
+    args = (
+        q, k_cache, v_cache, _seqlens(cache_seqlens, q.shape[0], q.device), k, v, _f32(rotary_cos),
+        _f32(rotary_sin), bool(rotary_interleaved), _int32("cache_batch_idx", cache_batch_idx),
+        _int32("cache_leftpad", cache_leftpad), _int32("block_table", block_table), page_layout, softmax_scale,
+        bool(causal), int(window_size[0]), int(window_size[1]), float(softcap), _f32(alibi_slopes),
+        _f32(sink_logits), int(num_splits), int(split_size), bool(check_device_data), impl, int(sink_tokens),
     )  # fmt: skip
+    # Eager calls skip the dispatcher (flashlab.torch._eager): the op's Python kernel directly.
+    if _eager(q, k_cache, v_cache, k, v, args[3], args[6], args[7], args[9], args[10], args[11], args[18], args[19]):
+        return _kvcache_attention(*args)
+    return _KV(*args)
 
 
 def attention_combine(out_partial: Tensor, lse_partial: Tensor, out_dtype: Optional[torch.dtype] = None, *,
@@ -429,7 +433,10 @@ class KVCacheDecoder:
         lse = self.lse if lse is None else lse
         (interleaved, layout, scale, causal, wl, wr, softcap, num_splits, split_size, check, impl,
          sink_tokens) = self._options  # fmt: skip
-        _KV_OUT(q, k_cache, v_cache, cache_seqlens, k, v, rotary_cos, rotary_sin, interleaved, cache_batch_idx,
-                cache_leftpad, block_table, layout, scale, causal, wl, wr, softcap, alibi_slopes, sink_logits,
-                num_splits, split_size, check, impl, out, lse, self.workspace, sink_tokens)  # fmt: skip
+        op = (_kvcache_attention_out if _eager(q, k_cache, v_cache, cache_seqlens, k, v, rotary_cos, rotary_sin,
+                                                cache_batch_idx, cache_leftpad, block_table, alibi_slopes,
+                                                sink_logits, out, lse) else _KV_OUT)  # fmt: skip
+        op(q, k_cache, v_cache, cache_seqlens, k, v, rotary_cos, rotary_sin, interleaved, cache_batch_idx,
+           cache_leftpad, block_table, layout, scale, causal, wl, wr, softcap, alibi_slopes, sink_logits,
+           num_splits, split_size, check, impl, out, lse, self.workspace, sink_tokens)  # fmt: skip
         return out, lse

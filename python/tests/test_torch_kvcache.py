@@ -177,6 +177,55 @@ def test_bad_side_tensors_write_nothing(check_device_data):
     _check_caches(P, kc, vc, want_kc, want_vc)
 
 
+class _PassThrough(torch.utils._python_dispatch.TorchDispatchMode):
+    """A dispatch mode that only forwards: with it active, calls must go through the ops."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_eager_calls_skip_the_dispatcher_and_match_the_ops(monkeypatch):
+    """Eager attention_with_kvcache / KVCacheDecoder.run call the ops' Python kernels directly
+    (host time: flashlab.torch._eager); under a dispatch mode they go through flashlab::
+    kvcache_attention(_out). Same bits, same appended caches, either way."""
+    import flashlab._torch_kvcache as tk
+
+    calls = {"op": 0, "op_out": 0}
+
+    def counting(name, op):
+        def call(*args):
+            calls[name] += 1
+            return op(*args)
+        return call
+
+    monkeypatch.setattr(tk, "_KV", counting("op", tk._KV))
+    monkeypatch.setattr(tk, "_KV_OUT", counting("op_out", tk._KV_OUT))
+    P = build(rng_for("eager-kv"), sq=2, t_new=2, seqlens=(5, 0, 9), capacity=16, layout="NHD", page_size=3)
+    side = _side(P)
+    dec = fl.KVCacheDecoder().plan(3, side["block_table"].shape[1] * 3, 8, 2, 16,
+                                   torch.float32, "cpu", seqlen_q=2, seqlen_new=2, page_size=3, causal=True)
+
+    def run():
+        kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+        out, lse = fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                             causal=True, **side)  # fmt: skip
+        kc2, vc2 = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+        out2, lse2 = dec.run(_t(P["q"]), kc2, vc2, _t(P["seqlens"]), side["block_table"], k=_t(P["k"]), v=_t(P["v"]))
+        return [out, lse, kc, vc, out2.clone(), lse2.clone(), kc2, vc2]
+
+    eager = run()
+    assert calls == {"op": 0, "op_out": 0}
+    with _PassThrough():
+        through_ops = run()
+    assert calls == {"op": 1, "op_out": 1}
+    for got, want in zip(eager, through_ops):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    want_out, want_lse, want_kc, want_vc = _want(P, causal=True)
+    check("eager out", eager[0].numpy(), want_out, TOL[np.float32])
+    check("eager lse", eager[1].numpy(), want_lse, TOL[np.float32])
+    _check_caches(P, eager[2], eager[3], want_kc, want_vc)
+
+
 def test_combine_ops():
     rng = rng_for("combine-ops")
     op = rng.standard_normal((3, 2, 2, 4, 8)).astype(np.float32)
