@@ -254,6 +254,20 @@ std::atomic<int>& kernel_choice() {
   return choice;
 }
 
+// FLASHLAB_DECODE_PDL=0 (read once): ordinary launches instead of programmatic dependent ones for
+// the decode kernel after a fused append and for the combine; an A/B knob. CUDA-graph replays on
+// the H100 (docs/perf.md, session 25) showed the decode kernel of a fused step starting 1 µs after
+// the append but running ~9 µs longer than alone (61.5 against 52 µs at 1k), also when it waited
+// for the append only before its last tile: whether the dependent launch itself costs that is
+// the open question this knob answers.
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLASHLAB_DECODE_PDL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 }  // namespace
 
 DecodeKernel decode_kernel() {
@@ -405,8 +419,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   Launch l;
   l.stream = stream;
   l.row_groups = kernel == DecodeKernel::kTile ? tile_row_groups(p, facts->sm_count) : 1;
-  l.pdl_decode = appended && facts->major >= 9;
-  l.pdl_combine = facts->major >= 9;
+  l.pdl_decode = appended && facts->major >= 9 && pdl_enabled();
+  l.pdl_combine = facts->major >= 9 && pdl_enabled();
   return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
                                      : launch_dtype<__half>(dp, grid, kernel, l);
 }
