@@ -11,6 +11,7 @@ import flashlab
 torch = pytest.importorskip("torch")
 import flashlab.torch as fl  # noqa: E402
 from test_kvcache import TOL, build, check, combine_reference, reference, rng_for, sink_logits  # noqa: E402
+from test_torch import _PassThrough  # noqa: E402  (a dispatch mode that only forwards)
 
 
 def _t(x):
@@ -175,13 +176,6 @@ def test_bad_side_tensors_write_nothing(check_device_data):
     check("out", out.numpy(), want_out, TOL[np.float32])
     check("lse", lse.numpy(), want_lse, TOL[np.float32])
     _check_caches(P, kc, vc, want_kc, want_vc)
-
-
-class _PassThrough(torch.utils._python_dispatch.TorchDispatchMode):
-    """A dispatch mode that only forwards: with it active, calls must go through the ops."""
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return func(*args, **(kwargs or {}))
 
 
 def test_eager_calls_skip_the_dispatcher_and_match_the_ops(monkeypatch):
