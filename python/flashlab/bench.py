@@ -179,8 +179,9 @@ FLUSH_MODES = ("write", "read")
 class Timer:
     """CUDA-event timing of one call, L2 flushed before each rep with a 256 MiB buffer (5x the
     H100's 50 MB L2). flush="write" zeroes it: the L2 is then full of dirty lines, which the timed
-    call writes back to memory as it evicts them (~50 MB: ~17 us at 3 TB/s, paid by every
-    implementation alike; visible in calls of tens of microseconds, such as a decode step at 1k).
+    call writes back to memory as it evicts them (up to ~50 MB: SDPA cuDNN's decode step at 1k took
+    61 us after it, 50.5 us after a read flush, H100; every implementation pays it alike, visible in
+    calls of tens of microseconds).
     flush="read" sums it instead: the L2 holds clean lines of the buffer, nothing of the timed call's
     data and nothing to write back, as after a kernel that read its inputs."""
 
