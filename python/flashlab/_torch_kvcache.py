@@ -240,15 +240,17 @@ def attention_with_kvcache(
     always checked; the flag changes nothing there."""
     q, k_cache, v_cache, k, v = (None if x is None else x.detach() if x.requires_grad else x
                                  for x in (q, k_cache, v_cache, k, v))
+    seqlens = _seqlens(cache_seqlens, q.shape[0], q.device)
+    cos, sin, slopes, sinks = _f32(rotary_cos), _f32(rotary_sin), _f32(alibi_slopes), _f32(sink_logits)
+    batch_idx, leftpad = _int32("cache_batch_idx", cache_batch_idx), _int32("cache_leftpad", cache_leftpad)
+    table = _int32("block_table", block_table)
     args = (
-        q, k_cache, v_cache, _seqlens(cache_seqlens, q.shape[0], q.device), k, v, _f32(rotary_cos),
-        _f32(rotary_sin), bool(rotary_interleaved), _int32("cache_batch_idx", cache_batch_idx),
-        _int32("cache_leftpad", cache_leftpad), _int32("block_table", block_table), page_layout, softmax_scale,
-        bool(causal), int(window_size[0]), int(window_size[1]), float(softcap), _f32(alibi_slopes),
-        _f32(sink_logits), int(num_splits), int(split_size), bool(check_device_data), impl, int(sink_tokens),
+        q, k_cache, v_cache, seqlens, k, v, cos, sin, bool(rotary_interleaved), batch_idx, leftpad, table,
+        page_layout, softmax_scale, bool(causal), int(window_size[0]), int(window_size[1]), float(softcap), slopes,
+        sinks, int(num_splits), int(split_size), bool(check_device_data), impl, int(sink_tokens),
     )  # fmt: skip
     # Eager calls skip the dispatcher (flashlab.torch._eager): the op's Python kernel directly.
-    if _eager(q, k_cache, v_cache, k, v, args[3], args[6], args[7], args[9], args[10], args[11], args[18], args[19]):
+    if _eager(q, k_cache, v_cache, seqlens, k, v, cos, sin, batch_idx, leftpad, table, slopes, sinks):
         return _kvcache_attention(*args)
     return _KV(*args)
 

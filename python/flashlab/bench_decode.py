@@ -34,7 +34,8 @@ with a NaN) is marked WRONG and not timed.
 Timing: flashlab.bench.Timer — CUDA events around each call, a warm-up call first, L2 flushed with
 a 256 MiB buffer before each call, median of the calls that fit --budget-ms. --flush write (the
 default, the figures of record) zeroes the buffer: the call then also writes back up to 50 MB of
-dirty lines, ~17 µs at 3 TB/s, about a quarter of a step at 1k for every implementation alike;
+dirty lines (SDPA cuDNN's step at 1k: 61 µs against 50.5 after a read flush, H100), for every
+implementation alike;
 --flush read sums it instead (clean L2). Eager calls by default: where a call's host-side work
 outlasts the flush queued before it (~90 µs), the GPU idles and the wait is in the time, as a
 serving loop without CUDA graphs sees it. --graph captures each call in a CUDA graph once and
@@ -302,8 +303,7 @@ def run_point(torch, args, cache_len, page_size, timer, bar, device="cuda"):
                     f"; {rec['note']}" if rec["note"] else "")
             else:
                 ms, reps = timer(call, CAP_MS)
-                host_us = getattr(timer, "host_us", None)   # a plain function in the CPU tests
-                rec.update(ms=ms, tbps=tbps(rec["bytes"], ms), reps=reps, host_us=host_us(call) if host_us else None)
+                rec.update(ms=ms, tbps=tbps(rec["bytes"], ms), reps=reps, host_us=timer.host_us(call))
         except Skip as e:
             rec["note"] = str(e)
         except Exception as e:  # noqa: BLE001 - an unsupported point is a note, not a crash
