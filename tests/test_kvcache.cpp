@@ -884,6 +884,60 @@ void bf16_matches_fp32(const Case& c) {
   for (size_t e = 0; e < w.lse.size(); ++e) ASSERT_NEAR(lse16[e], w.lse[e], 0.03f) << e;
 }
 
+// Rotary tables in bf16 / fp16 are used as their exact fp32 values: the same call with the fp32
+// tables of those values gives the same bits (out, LSE, the appended caches).
+TEST(KvCache, SixteenBitRotaryTables) {
+  for (DType td : {DType::kBFloat16, DType::kFloat16})
+    for (RotaryStyle st : {RotaryStyle::kInterleaved, RotaryStyle::kNeoX})
+      for (Impl impl : {Impl::kReference, Impl::kCpuFlash}) {
+        Case c;
+        c.paged = true;
+        c.page_size = 3;
+        c.seqlen_new = 2;
+        c.sq = 2;
+        c.rotary_dim = 8;
+        c.style = st;
+        c.cache_lens = {0, 17, 5};
+        c.leftpad = {0, 4, 2};
+        SCOPED_TRACE(testing::Message() << to_string(td) << " style " << static_cast<int>(st) << " impl "
+                                        << static_cast<int>(impl));
+        World a(c), b(c);  // the same seed: the same inputs
+        std::vector<uint16_t> cos16, sin16;
+        for (World* w : {&a, &b})
+          for (std::vector<float>* t : {&w->cos_t, &w->sin_t})
+            for (float& x : *t) x = round_to(td, x);  // values a 16-bit table holds exactly
+        for (size_t i = 0; i < b.cos_t.size(); ++i) {
+          uint16_t h;
+          store_from_float(td, &h, b.cos_t[i]);
+          cos16.push_back(h);
+          store_from_float(td, &h, b.sin_t[i]);
+          sin16.push_back(h);
+        }
+        b.p.rotary_cos = cos16.data();
+        b.p.rotary_sin = sin16.data();
+        b.p.rotary_dtype = td;
+        a.p.impl = b.p.impl = impl;
+        ASSERT_TRUE(attention_with_kvcache(a.p).ok());
+        ASSERT_TRUE(attention_with_kvcache(b.p).ok());
+        EXPECT_TRUE(same_bits(a.out, b.out));
+        EXPECT_TRUE(same_bits(a.lse, b.lse));
+        EXPECT_TRUE(same_bits(a.k_cache, b.k_cache));
+        EXPECT_TRUE(same_bits(a.v_cache, b.v_cache));
+      }
+  // A table type the kernels do not read is refused, with nothing written.
+  Case c;
+  c.seqlen_new = 1;
+  c.rotary_dim = 8;
+  c.cache_lens = {3};
+  World w(c);
+  const std::vector<float> k0 = w.k_cache;
+  w.p.rotary_dtype = DType::kFloat8E4M3;
+  const Status st = attention_with_kvcache(w.p);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rotary_dtype"), std::string::npos) << st.to_string();
+  EXPECT_TRUE(same_bits(w.k_cache, k0));
+}
+
 TEST(KvCache, Bf16MatchesFp32) {
   Case c;
   c.paged = true;

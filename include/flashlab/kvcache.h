@@ -69,12 +69,14 @@ struct KvCacheParams : AttentionConfig {
   TensorRef k_new, v_new;
   int64_t seqlen_new = 0;
 
-  // --- optional rotary embedding: cos/sin (rotary_max_pos, rotary_dim/2) fp32, rows contiguous.
-  // Applied to the new keys (before they are stored) and to the queries (not written back), at
-  // their positions (see above); dims >= rotary_dim pass through. Rotated values are rounded to
-  // dtype, as a kernel storing them would.
-  const float* rotary_cos = nullptr;
-  const float* rotary_sin = nullptr;
+  // --- optional rotary embedding: cos/sin (rotary_max_pos, rotary_dim/2) in rotary_dtype (fp32,
+  // bf16 or fp16: a 16-bit table is used as its exact fp32 values), rows contiguous. Applied to the
+  // new keys (before they are stored) and to the queries (not written back), at their positions
+  // (see above); dims >= rotary_dim pass through. Rotated values are rounded to dtype, as a kernel
+  // storing them would.
+  const void* rotary_cos = nullptr;
+  const void* rotary_sin = nullptr;
+  DType rotary_dtype = DType::kFloat32;
   int64_t rotary_dim = 0;  // even, 2 .. head_dim; 0 = off
   int64_t rotary_max_pos = 0;
   RotaryStyle rotary_style = RotaryStyle::kNeoX;

@@ -181,6 +181,18 @@ def _f32(x: Optional[Tensor]) -> Optional[Tensor]:
     return None if x is None else x.detach().to(torch.float32).contiguous()
 
 
+_TABLE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _tables(cos: Optional[Tensor], sin: Optional[Tensor]):
+    """Rotary tables as the library reads them: fp32, bf16 or fp16 (a 16-bit table is used as its
+    exact fp32 values, no conversion kernel), both of one type, contiguous; anything else (or a
+    mixed pair) is converted to fp32 on its device."""
+    if cos is None or sin is None or cos.dtype != sin.dtype or cos.dtype not in _TABLE_DTYPES:
+        return _f32(cos), _f32(sin)
+    return tuple(x.detach().contiguous() if x.requires_grad else x.contiguous() for x in (cos, sin))
+
+
 def _seqlens(cache_seqlens: Union[int, Tensor], batch: int, device) -> Tensor:
     if isinstance(cache_seqlens, int):
         return torch.full((batch,), cache_seqlens, dtype=torch.int32, device=device)
@@ -217,8 +229,9 @@ def attention_with_kvcache(
     """``flashlab.attention_with_kvcache`` on torch tensors through ``flashlab::kvcache_attention``;
     returns ``(out, lse)``. Same arguments and semantics (docs/kvcache.md): ``k``/``v`` are appended
     **in place** into ``k_cache``/``v_cache`` at slots ``cache_seqlens[b]`` ..; ``cache_seqlens`` is
-    not updated. Integer side tensors are converted to int32, rotary tables, ALiBi slopes and sink
-    logits to fp32 (on their device; no host synchronization). Not differentiable (inputs are
+    not updated. Integer side tensors are converted to int32, ALiBi slopes and sink logits to fp32,
+    rotary tables to fp32 unless both are fp32, bf16 or fp16 (read as they are) (on their device;
+    no host synchronization). Not differentiable (inputs are
     detached).
 
     ``sink_logits``: (heads_q,) attention sinks on q's device (docs/kvcache.md, "Attention sinks"):
@@ -241,7 +254,8 @@ def attention_with_kvcache(
     q, k_cache, v_cache, k, v = (None if x is None else x.detach() if x.requires_grad else x
                                  for x in (q, k_cache, v_cache, k, v))
     seqlens = _seqlens(cache_seqlens, q.shape[0], q.device)
-    cos, sin, slopes, sinks = _f32(rotary_cos), _f32(rotary_sin), _f32(alibi_slopes), _f32(sink_logits)
+    cos, sin = _tables(rotary_cos, rotary_sin)
+    slopes, sinks = _f32(alibi_slopes), _f32(sink_logits)
     batch_idx, leftpad = _int32("cache_batch_idx", cache_batch_idx), _int32("cache_leftpad", cache_leftpad)
     table = _int32("block_table", block_table)
     args = (
@@ -412,7 +426,8 @@ class KVCacheDecoder:
     ) -> Tuple[Tensor, Tensor]:
         """One step: appends k/v in place (when planned with seqlen_new > 0) and attends q; returns
         ``(out, lse)`` (the plan's buffers unless given). Side tensors must already be int32 /
-        fp32 and contiguous (no conversions here: they would allocate). ``sink_logits`` fp32
+        fp32 and contiguous, the rotary tables fp32, bf16 or fp16 (no conversions here: they would
+        allocate). ``sink_logits`` fp32
         (heads_q,) is given exactly when planned with ``sinks=True``."""
         P = self._plan
         if P is None:

@@ -31,6 +31,13 @@ def _float32(x) -> Optional[np.ndarray]:
     return None if x is None else np.ascontiguousarray(x, dtype=np.float32)
 
 
+def _tables(cos, sin):
+    """The rotary tables: both float16 stay float16 (read as their exact fp32 values), else float32."""
+    if cos is not None and sin is not None and np.asarray(cos).dtype == np.float16 == np.asarray(sin).dtype:
+        return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
+    return _float32(cos), _float32(sin)
+
+
 def _seqlens(cache_seqlens, batch: int) -> np.ndarray:
     if np.isscalar(cache_seqlens):
         return np.full((batch,), int(cache_seqlens), dtype=np.int32)
@@ -39,8 +46,9 @@ def _seqlens(cache_seqlens, batch: int) -> np.ndarray:
 
 def _cache_options(rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, cache_leftpad, block_table,
                    page_layout):  # fmt: skip
+    rotary_cos, rotary_sin = _tables(rotary_cos, rotary_sin)
     return dict(
-        rotary_cos=_float32(rotary_cos), rotary_sin=_float32(rotary_sin),
+        rotary_cos=rotary_cos, rotary_sin=rotary_sin,
         rotary_interleaved=rotary_interleaved, cache_batch_idx=_int32("cache_batch_idx", cache_batch_idx),
         cache_leftpad=_int32("cache_leftpad", cache_leftpad), block_table=_int32("block_table", block_table),
         page_layout=page_layout,
@@ -95,7 +103,8 @@ def attention_with_kvcache(
     * ``cache_leftpad``: int32 (batch,): slots [0, leftpad) are not keys. The keys of sequence b are
       slots [leftpad, cache_seqlens + seqlen_new), L_b of them; key j has position j and query i
       position L_b - seqlen_q + i (used by ``causal`` (bottom-right), ``window_size``, ALiBi and rotary).
-    * ``rotary_cos``/``rotary_sin``: float32 (rotary_max_pos, rotary_dim / 2); rotary_dim is taken
+    * ``rotary_cos``/``rotary_sin``: float32 or float16 (rotary_max_pos, rotary_dim / 2; a float16
+      table is read as its exact values, other types become float32); rotary_dim is taken
       from their shape. Applied to the new keys and to the queries at their positions;
       ``rotary_interleaved`` True = GPT-J pairs (2i, 2i+1), False = NeoX/Llama (i, i + rotary_dim/2).
     * ``alibi_slopes``: float32 (heads_q,) or (batch, heads_q). ``softcap`` > 0: tanh capping.

@@ -184,8 +184,7 @@ void set_cache(const CacheArray& kc, const CacheArray& vc, const InArray& cache_
   if (o.rotary_cos) {
     const InArray &c = *o.rotary_cos, &s = *o.rotary_sin;
     for (const auto& [name, a] : {std::pair<const char*, const InArray*>{"rotary_cos", &c}, {"rotary_sin", &s}}) {
-      if (!is(a->dtype(), nb::dlpack::dtype_code::Float, 32))
-        fail(cat(name, ".dtype (", dtype_str(a->dtype()), ") must be float32"));
+      dtype_of(name, *a);  // float32, float16 or bfloat16, else an error naming it
       if (a->ndim() != 2 || a->shape(0) < 1 || a->shape(1) < 1)
         fail(cat(name, ".shape ", shape_str(*a), " must be (rotary_max_pos, rotary_dim / 2)"));
       if ((a->shape(1) > 1 && a->stride(1) != 1) || (a->shape(0) > 1 && a->stride(0) != int64_t(a->shape(1))))
@@ -194,8 +193,11 @@ void set_cache(const CacheArray& kc, const CacheArray& vc, const InArray& cache_
     }
     if (s.shape(0) != c.shape(0) || s.shape(1) != c.shape(1))
       fail(cat("rotary_sin.shape ", shape_str(s), " must equal rotary_cos.shape ", shape_str(c)));
-    p->rotary_cos = static_cast<const float*>(c.data());
-    p->rotary_sin = static_cast<const float*>(s.data());
+    p->rotary_dtype = dtype_of("rotary_cos", c);
+    if (dtype_of("rotary_sin", s) != p->rotary_dtype)
+      fail(cat("rotary_sin.dtype (", dtype_str(s.dtype()), ") must equal rotary_cos.dtype (", dtype_str(c.dtype()), ")"));
+    p->rotary_cos = c.data();
+    p->rotary_sin = s.data();
     p->rotary_max_pos = static_cast<int64_t>(c.shape(0));
     p->rotary_dim = 2 * static_cast<int64_t>(c.shape(1));
     p->rotary_style = o.rotary_interleaved ? flashlab::RotaryStyle::kInterleaved : flashlab::RotaryStyle::kNeoX;
@@ -403,7 +405,7 @@ void bind_kvcache(nb::module_& m) {
         "fp32. Caches: (batch_cache, seqlen, heads_kv, head_dim), or pages with block_table (page_layout NHD: "
         "(num_pages, page_size, heads_kv, head_dim); HND: (num_pages, heads_kv, page_size, head_dim)). int32 "
         "cache_seqlens / cache_batch_idx / cache_leftpad (batch,), block_table (batch, max_pages); rotary_cos/sin "
-        "fp32 (rotary_max_pos, rotary_dim / 2). sink_tokens: StreamingLLM sink tokens, the first keys after "
+        "fp32, bf16 or fp16 (rotary_max_pos, rotary_dim / 2). sink_tokens: StreamingLLM sink tokens, the first keys after "
         "cache_leftpad visible left of the window (CPU only). sink_logits: fp32 (heads_q,) attention sinks (in "
         "every row's softmax denominator, no value). check_device_data: on CUDA copy the int32 side arrays to the host and "
         "check them before anything runs (synchronizes the stream; not capturable in a CUDA graph); the CPU "

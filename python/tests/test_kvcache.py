@@ -283,6 +283,14 @@ def test_window_softcap_alibi_scale():
     run_and_check(P, "window two-sided", window=(4, 1), alibi=alibi[0])
 
 
+def test_fp16_rotary_tables():
+    """float16 rotary tables are read as they are, as their exact values (the reference takes the
+    same values in float64)."""
+    P = build(rng_for("tables16"), sq=2, t_new=2, seqlens=(5, 0, 9), layout="NHD", page_size=3, rotary_dim=8)
+    P["cos"], P["sin"] = P["cos"].astype(np.float16), P["sin"].astype(np.float16)
+    run_and_check(P, "float16 tables", causal=True)
+
+
 def test_fp16():
     P = build(rng_for("fp16"), sq=2, t_new=2, seqlens=(5, 0, 9), dtype=np.float16, layout="NHD", page_size=3,
               rotary_dim=8)

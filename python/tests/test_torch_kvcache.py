@@ -220,6 +220,32 @@ def test_eager_calls_skip_the_dispatcher_and_match_the_ops(monkeypatch):
     _check_caches(P, eager[2], eager[3], want_kc, want_vc)
 
 
+@pytest.mark.parametrize("table_dtype", [torch.bfloat16, torch.float16])
+def test_sixteen_bit_rotary_tables(table_dtype):
+    """bf16 / fp16 rotary tables are read as they are (no conversion), as their exact fp32 values:
+    the same bits as fp32 tables holding those values, from the op and from the decoder."""
+    P = build(rng_for("tables16"), sq=2, t_new=2, seqlens=(5, 0, 9), capacity=16, layout="NHD", page_size=3,
+              rotary_dim=8)  # fmt: skip
+    side = _side(P)
+    cos16, sin16 = (_t(P[x]).to(table_dtype) for x in ("cos", "sin"))
+    results = []
+    for cos, sin in ((cos16.float(), sin16.float()), (cos16, sin16)):
+        kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+        out, lse = fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                             rotary_cos=cos, rotary_sin=sin, causal=True, **side)  # fmt: skip
+        results.append([out, lse, kc, vc])
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    import flashlab._torch_kvcache as tk
+
+    assert all(t.dtype == table_dtype for t in tk._tables(cos16, sin16))  # passed on, not converted
+    # mixed table types: both converted to fp32, the same answer
+    kc, vc = _t(P["k_cache"].copy()), _t(P["v_cache"].copy())
+    out, _ = fl.attention_with_kvcache(_t(P["q"]), kc, vc, _t(P["seqlens"]), k=_t(P["k"]), v=_t(P["v"]),
+                                       rotary_cos=cos16, rotary_sin=sin16.float(), causal=True, **side)  # fmt: skip
+    torch.testing.assert_close(out, results[0][0], rtol=0, atol=0, equal_nan=True)
+
+
 def test_combine_ops():
     rng = rng_for("combine-ops")
     op = rng.standard_normal((3, 2, 2, 4, 8)).astype(np.float32)

@@ -113,6 +113,8 @@ Status validate_kvcache(const KvCacheParams& p, bool attend) {
     if (p.rotary_dim < 2 || p.rotary_dim % 2 != 0 || p.rotary_dim > p.head_dim)
       return invalid("rotary_dim (", p.rotary_dim, ") must be even and in [2, head_dim (", p.head_dim, ")]");
     if (p.rotary_max_pos < 1) return invalid("rotary_max_pos (", p.rotary_max_pos, ") must be >= 1");
+    if (p.rotary_dtype != DType::kFloat32 && p.rotary_dtype != DType::kBFloat16 && p.rotary_dtype != DType::kFloat16)
+      return invalid("rotary_dtype (", to_string(p.rotary_dtype), ") must be fp32, bf16 or fp16");
     if (p.rotary_style != RotaryStyle::kInterleaved && p.rotary_style != RotaryStyle::kNeoX)
       return invalid("rotary_style (", static_cast<int>(p.rotary_style), ") is not a RotaryStyle");
   }

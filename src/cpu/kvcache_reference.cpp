@@ -46,9 +46,12 @@ std::vector<std::pair<int64_t, int64_t>> split_plan(const KvCacheParams& p, int6
 }
 
 void apply_rotary(const KvCacheParams& p, int64_t pos, double* x) {
-  const int64_t half = p.rotary_dim / 2;
+  const int64_t half = p.rotary_dim / 2, es = dtype_size(p.rotary_dtype);
+  const char* cos = static_cast<const char*>(p.rotary_cos);
+  const char* sin = static_cast<const char*>(p.rotary_sin);
   for (int64_t i = 0; i < half; ++i) {
-    const double c = p.rotary_cos[pos * half + i], s = p.rotary_sin[pos * half + i];
+    const double c = load_as_float(p.rotary_dtype, cos + (pos * half + i) * es);
+    const double s = load_as_float(p.rotary_dtype, sin + (pos * half + i) * es);
     const int64_t i0 = p.rotary_style == RotaryStyle::kInterleaved ? 2 * i : i;
     const int64_t i1 = p.rotary_style == RotaryStyle::kInterleaved ? 2 * i + 1 : i + half;
     const double x0 = x[i0], x1 = x[i1];

@@ -211,6 +211,18 @@ TEST(CudaKvCache, SweepAgainstReference) {
         cos_t.push_back(static_cast<float>(std::cos(th)));
         sin_t.push_back(static_cast<float>(std::sin(th)));
       }
+    // The tables' type on the GPU: fp32, bf16 or fp16 (16-bit tables are read as their exact fp32
+    // values; the host's fp32 tables hold the same values).
+    const DType tdt = !rotary ? DType::kFloat32 : chance(0.34) ? DType::kBFloat16 : chance(0.5) ? DType::kFloat16
+                                                                                                : DType::kFloat32;
+    std::vector<uint16_t> cos16, sin16;
+    if (tdt != DType::kFloat32)
+      for (size_t i = 0; i < cos_t.size(); ++i) {
+        cos_t[i] = round_to(tdt, cos_t[i]);
+        sin_t[i] = round_to(tdt, sin_t[i]);
+        cos16.push_back(to_bits(cos_t[i], tdt));
+        sin16.push_back(to_bits(sin_t[i], tdt));
+      }
     for (int64_t h = 0; sinks && h < hq; ++h) sink_v.push_back(h % 3 == 2 ? -INFINITY : 1.0f + n01(rng));
     // The device caches before the reference appends into the host ones.
     Dev<uint16_t> dk(kc), dv(vc);
@@ -255,7 +267,8 @@ TEST(CudaKvCache, SweepAgainstReference) {
                              std::to_string(sq) + (paged ? " paged" + std::to_string(page) : " contiguous") +
                              (causal ? " causal" : "") + " splits " + std::to_string(p.num_splits) + "/" +
                              std::to_string(p.split_size) + " new " + std::to_string(snew) +
-                             (rotary ? " rotary" + std::to_string(rot_dim) + (style == RotaryStyle::kNeoX ? "neox" : "gptj")
+                             (rotary ? " rotary" + std::to_string(rot_dim) + (style == RotaryStyle::kNeoX ? "neox" : "gptj") +
+                                           " tables " + to_string(tdt)
                                      : "") +
                              (sinks ? " sinks" : "") +
                              (p.sink_tokens > 0 ? " window " + std::to_string(p.window_left) + " sink_tokens " +
@@ -269,14 +282,16 @@ TEST(CudaKvCache, SweepAgainstReference) {
     Dev<uint16_t> dq(q), dkn(k_new), dvn(v_new), dout(std::vector<uint16_t>(q.size(), nan_bits));
     Dev<float> dlse(std::vector<float>(lse_ref.size(), NAN)), dslopes(slopes), dcos(cos_t), dsin(sin_t), dsink(sink_v);
     Dev<int32_t> dlens(lens), dlp(lpad), dtable(table), dbidx(bidx);
+    Dev<uint16_t> dcos16(cos16), dsin16(sin16);
     KvCacheParams g = p;
     g.device = Device::kCUDA;
     g.impl = impl;
     g.q.ptr = dq.ptr;
     g.k_new.ptr = snew > 0 ? dkn.ptr : nullptr;
     g.v_new.ptr = snew > 0 ? dvn.ptr : nullptr;
-    g.rotary_cos = rotary ? dcos.ptr : nullptr;
-    g.rotary_sin = rotary ? dsin.ptr : nullptr;
+    g.rotary_cos = !rotary ? nullptr : tdt == DType::kFloat32 ? static_cast<const void*>(dcos.ptr) : dcos16.ptr;
+    g.rotary_sin = !rotary ? nullptr : tdt == DType::kFloat32 ? static_cast<const void*>(dsin.ptr) : dsin16.ptr;
+    g.rotary_dtype = tdt;
     g.sink_logits = sinks ? dsink.ptr : nullptr;
     g.out.ptr = dout.ptr;
     g.lse = dlse.ptr;
@@ -554,9 +569,21 @@ TEST(CudaKvCache, AppendSweep) {
         cos_t.push_back(static_cast<float>(std::cos(th)));
         sin_t.push_back(static_cast<float>(std::sin(th)));
       }
+    // The tables' type on the GPU (fp32, bf16, fp16; the host's fp32 tables hold the same values).
+    const DType tdt = !rot ? DType::kFloat32 : chance(0.34) ? DType::kBFloat16 : chance(0.5) ? DType::kFloat16
+                                                                                             : DType::kFloat32;
+    std::vector<uint16_t> cos16, sin16;
+    if (tdt != DType::kFloat32)
+      for (size_t i = 0; i < cos_t.size(); ++i) {
+        cos_t[i] = round_to(tdt, cos_t[i]);
+        sin_t[i] = round_to(tdt, sin_t[i]);
+        cos16.push_back(to_bits(cos_t[i], tdt));
+        sin16.push_back(to_bits(sin_t[i], tdt));
+      }
     Dev<uint8_t> dk(kc), dv(vc), dkn(kn), dvn(vn);
     Dev<int32_t> dlens(lens), dlp(lpad), dtable(table), dbidx(bidx);
     Dev<float> dcos(cos_t), dsin(sin_t);
+    Dev<uint16_t> dcos16(cos16), dsin16(sin16);
     auto fill = [&](KvCacheParams& q, void* k, void* v, const void* knp, const void* vnp) {
       if (paged) {
         q.k_cache = paged_cache(k, layout, page, hk, d);
@@ -595,14 +622,15 @@ TEST(CudaKvCache, AppendSweep) {
     g.cache_leftpad = use_lp ? dlp.ptr : nullptr;
     g.block_table = paged ? dtable.ptr : nullptr;
     g.cache_batch_idx = use_bidx ? dbidx.ptr : nullptr;
-    g.rotary_cos = rot ? dcos.ptr : nullptr;
-    g.rotary_sin = rot ? dsin.ptr : nullptr;
+    g.rotary_cos = !rot ? nullptr : tdt == DType::kFloat32 ? static_cast<const void*>(dcos.ptr) : dcos16.ptr;
+    g.rotary_sin = !rot ? nullptr : tdt == DType::kFloat32 ? static_cast<const void*>(dsin.ptr) : dsin16.ptr;
+    g.rotary_dtype = tdt;
     const std::string what = "append case " + std::to_string(it) + ": " + to_string(dt) + " d" + std::to_string(d) +
                              " B" + std::to_string(B) + " hk" + std::to_string(hk) + " new" + std::to_string(snew) +
                              (paged ? " paged" + std::to_string(page) + (layout == KvLayout::kNHD ? "NHD" : "HND")
                                     : " contiguous") +
                              (use_bidx ? " bidx" : "") + (use_lp ? " leftpad" : "") + (pad_new ? " padded" : "") +
-                             " rotary " + std::to_string(rot) + "/" + std::to_string(rot_dim);
+                             " rotary " + std::to_string(rot) + "/" + std::to_string(rot_dim) + " tables " + to_string(tdt);
     Status st = kvcache_append(p);
     ASSERT_TRUE(st.ok()) << what << " (cpu): " << st.to_string();
     st = kvcache_append(g);

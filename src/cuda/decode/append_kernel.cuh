@@ -30,6 +30,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common/fast_div.h"
 #include "cuda/common/ptx_sm80.cuh"
@@ -64,9 +65,11 @@ struct AppendParams {
   const int32_t* cache_leftpad = nullptr;
   int64_t capacity = 0;
   int batch = 0, seqlen_new = 0, heads_kv = 0, head_dim = 0;
-  // rotary: cos/sin (max_pos, rotary_dim / 2) fp32; rotary_dim 0 = off
-  const float* cos = nullptr;
-  const float* sin = nullptr;
+  // rotary: cos/sin (max_pos, rotary_dim / 2) in table_dtype (TableDtype: fp32, bf16, fp16);
+  // rotary_dim 0 = off
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  int table_dtype = 0;
   int rotary_dim = 0;
   int64_t rotary_max_pos = 0;
   bool neox = true;
@@ -158,11 +161,22 @@ __device__ __forceinline__ int64_t append_slot_offset(const AppendParams& p, int
   return block * bs + within * rs + int64_t(h) * hs;
 }
 
+// The rotary tables' element types (AppendParams / DecodeParams::table_dtype): a 16-bit entry is
+// used as its exact fp32 value, so every table type gives the CPU's bits for the same values.
+enum TableDtype : int { kTableF32 = 0, kTableBF16 = 1, kTableF16 = 2 };
+__device__ __forceinline__ float table_at(int dtype, const void* t, int64_t i) {
+  if (dtype == kTableBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(t)[i]);
+  if (dtype == kTableF16) return __half2float(static_cast<const __half*>(t)[i]);
+  return static_cast<const float*>(t)[i];
+}
+
 // Rotated element e of a row (e < rotary_dim) at table row `pos`; x = the row in global memory.
 // The partner element is read again from global memory (the warp just loaded the row: an L1 hit),
 // which keeps any rotary_dim and vector width correct without shuffles.
-template <typename T>
-__device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int e, int64_t pos) {
+// P: AppendParams, or DecodeParams (the tile decode kernel rotates the queries itself as it loads
+// them, decode_tile_kernel.cuh): rotary_dim, neox, cos, sin, rotary_vec.
+template <typename T, typename P>
+__device__ __forceinline__ T rotate_elem(const P& p, const T* x, int e, int64_t pos) {
   const int half = p.rotary_dim / 2;
   int k, partner;
   bool first;  // the pair's first element: x0·c − x1·s; else x0·s + x1·c
@@ -175,7 +189,7 @@ __device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int 
     k = e >> 1;
     partner = e ^ 1;
   }
-  const double c = p.cos[pos * half + k], s = p.sin[pos * half + k];
+  const double c = table_at(p.table_dtype, p.cos, pos * half + k), s = table_at(p.table_dtype, p.sin, pos * half + k);
   const double self = elem_to_float(x[e]), other = elem_to_float(x[partner]);
   const double x0 = first ? self : other, x1 = first ? other : self;
   return round_to_dtype<T>(first ? x0 * c - x1 * s : x0 * s + x1 * c);
@@ -187,10 +201,22 @@ __device__ __forceinline__ T rotate_elem(const AppendParams& p, const T* x, int 
 // copy, H100 2026-11-24); here the tables come as float4 and the partner as one vector (NeoX) or from
 // `raw` itself (interleaved pairs sit in one vector). Needs rotary_dim / 2 a multiple of kVec (a
 // vector lies in one half, the partner vector and the table entries are aligned) and the tables
-// 16-byte aligned: AppendParams::rotary_vec.
+// 16-byte aligned: AppendParams::rotary_vec. Entries i0 ... i0 + kN - 1 of a table, as floats: fp32
+// by float4 / float2, 16-bit by one load of kN · 2 bytes (16, 8 or 4; i0 a multiple of kN).
 template <int kN>
-__device__ __forceinline__ void load_floats(const float* src, float (&dst)[kN]) {
+__device__ __forceinline__ void load_floats(int dtype, const void* table, int64_t i0, float (&dst)[kN]) {
   static_assert(kN % 2 == 0, "float2 / float4 loads");
+  if (dtype != kTableF32) {
+    using W = typename std::conditional<kN == 8, uint4, typename std::conditional<kN == 4, uint2, uint32_t>::type>::type;
+    static_assert(kN == 8 || kN == 4 || kN == 2, "16-bit table loads of 16, 8 or 4 bytes");
+    const W w = *reinterpret_cast<const W*>(static_cast<const uint16_t*>(table) + i0);
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(&w);
+#pragma unroll
+    for (int i = 0; i < kN; ++i)
+      dst[i] = dtype == kTableBF16 ? __bfloat162float(__ushort_as_bfloat16(h[i])) : __half2float(__ushort_as_half(h[i]));
+    return;
+  }
+  const float* src = static_cast<const float*>(table) + i0;
   if constexpr (kN % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < kN; i += 4) {
@@ -205,8 +231,8 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[kN]) 
     }
   }
 }
-template <typename T, int kVec, typename V>
-__device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, int e0, int64_t pos, V& raw) {
+template <typename T, int kVec, typename P, typename V>
+__device__ __forceinline__ void rotate_vec(const P& p, const T* x, int e0, int64_t pos, V& raw) {
   static_assert(kVec >= 4, "vectors of 16 bytes (4 fp32 or 8 16-bit elements)");
   const int half = p.rotary_dim / 2;
   T* el = reinterpret_cast<T*>(&raw);
@@ -216,8 +242,8 @@ __device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, in
     V partner = *reinterpret_cast<const V*>(x + (first ? e0 + half : e0 - half));
     const T* other = reinterpret_cast<const T*>(&partner);
     float c[kVec], s[kVec];
-    load_floats<kVec>(p.cos + pos * half + k0, c);
-    load_floats<kVec>(p.sin + pos * half + k0, s);
+    load_floats<kVec>(p.table_dtype, p.cos, pos * half + k0, c);
+    load_floats<kVec>(p.table_dtype, p.sin, pos * half + k0, s);
 #pragma unroll
     for (int u = 0; u < kVec; ++u) {
       const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
@@ -227,8 +253,8 @@ __device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, in
     }
   } else {
     float c[kVec / 2], s[kVec / 2];
-    load_floats<kVec / 2>(p.cos + pos * half + e0 / 2, c);
-    load_floats<kVec / 2>(p.sin + pos * half + e0 / 2, s);
+    load_floats<kVec / 2>(p.table_dtype, p.cos, pos * half + e0 / 2, c);
+    load_floats<kVec / 2>(p.table_dtype, p.sin, pos * half + e0 / 2, s);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
       const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
@@ -241,8 +267,8 @@ __device__ __forceinline__ void rotate_vec(const AppendParams& p, const T* x, in
 
 // Rotate the kVec elements from e0 held in `raw` (of row x) at table row pos: vectorized where
 // AppendParams::rotary_vec allows, else element by element.
-template <typename T, int kVec, typename V>
-__device__ __forceinline__ void rotate(const AppendParams& p, const T* x, int e0, int64_t pos, V& raw) {
+template <typename T, int kVec, typename P, typename V>
+__device__ __forceinline__ void rotate(const P& p, const T* x, int e0, int64_t pos, V& raw) {
   if constexpr (kVec >= 4) {
     if (p.rotary_vec) {
       rotate_vec<T, kVec>(p, x, e0, pos, raw);
@@ -253,6 +279,24 @@ __device__ __forceinline__ void rotate(const AppendParams& p, const T* x, int e0
 #pragma unroll
   for (int u = 0; u < kVec; ++u)
     if (e0 + u < p.rotary_dim) el[u] = rotate_elem<T>(p, x, e0 + u, pos);
+}
+
+// Query row x (query i of sequence b; P: AppendParams or DecodeParams) rotated at its position
+// L_b - seqlen_q + i: the kVec elements from e0, held in `raw`, in place; NaN where the sequence's
+// append fails its rule (sequence_ok) or the position is negative (see the header). One function
+// for the fused append's workspace copy and the tile decode kernel's own rotation: the same bits.
+template <typename T, int kVec, typename P, typename V>
+__device__ __forceinline__ void rotate_query(const P& p, int b, int i, const T* x, int e0, V& raw) {
+  int64_t len, lp;
+  const bool ok = sequence_ok(p, b, &len, &lp);
+  const int64_t pos = len + p.seqlen_new - lp - p.seqlen_q + i;  // L_b - seqlen_q + i
+  if (!ok || pos < 0) {
+    T* el = reinterpret_cast<T*>(&raw);
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));
+  } else if (e0 < p.rotary_dim) {
+    rotate<T, kVec>(p, x, e0, pos, raw);
+  }
 }
 
 template <typename T, int kVec>
@@ -295,16 +339,7 @@ __global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ App
                      int64_t(h) * p.q_head_stride;
       T* out = static_cast<T*>(p.q_rot) + int64_t(row) * p.head_dim;
       V raw = *reinterpret_cast<const V*>(src + e0);
-      int64_t len, lp;
-      const bool ok = sequence_ok(p, b, &len, &lp);
-      const int64_t pos = len + p.seqlen_new - lp - p.seqlen_q + i;  // L_b - seqlen_q + i
-      if (!ok || pos < 0) {
-        T* el = reinterpret_cast<T*>(&raw);
-#pragma unroll
-        for (int u = 0; u < kVec; ++u) el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));  // NaN: see the header
-      } else if (e0 < p.rotary_dim) {
-        rotate<T, kVec>(p, src, e0, pos, raw);
-      }
+      rotate_query<T, kVec>(p, b, i, src, e0, raw);
       *reinterpret_cast<V*>(out + e0) = raw;
     }
   }

@@ -345,11 +345,25 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   if (need > 0 && reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
     return Status::Invalid("workspace must be 256-byte aligned (cudaMalloc memory is)");
 
-  // The fused append first (same stream: the decode kernel sees the new keys); with rotary the
-  // rotated queries go to the workspace's last section and the decode kernel reads them there.
-  void* q_rot = p.rotary_cos != nullptr ? static_cast<char*>(p.workspace) + partial_bytes(p, splits) : nullptr;
+  // The fused append first (same stream: the decode kernel sees the new keys). With rotary the tile
+  // kernel rotates the queries itself as it loads them, where q is 16-byte aligned (its loads); else
+  // (v5, unaligned q) the append writes them rotated to the workspace's last section and the decode
+  // kernel reads them there once the append has completed.
+  const int64_t es = 2;
+  const bool q_rotate = p.rotary_cos != nullptr && kernel == DecodeKernel::kTile &&
+                        aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es);
+  void* q_rot = p.rotary_cos != nullptr && !q_rotate ? static_cast<char*>(p.workspace) + partial_bytes(p, splits)
+                                                     : nullptr;
+  // A decode step's few new keys (seqlen_new <= kAppendInKernel) are appended by the tile kernel
+  // itself (decode_tile_kernel.cuh, append_own_keys): one launch, not the append kernel's and then
+  // this one's. Larger appends (chunked prefill) keep the append kernel's parallelism.
+  constexpr int64_t kAppendInKernel = 16;
+  const bool append_in_kernel =
+      kernel == DecodeKernel::kTile && p.k_new.ptr != nullptr && p.seqlen_new <= kAppendInKernel && q_rot == nullptr &&
+      aligned16(p.k_new.ptr, {p.k_new.batch_stride, p.k_new.row_stride, p.k_new.head_stride}, es) &&
+      aligned16(p.v_new.ptr, {p.v_new.batch_stride, p.v_new.row_stride, p.v_new.head_stride}, es);
   bool appended = false;  // an append kernel was launched (the decode kernel is then its dependent)
-  if (p.k_new.ptr != nullptr || q_rot != nullptr)
+  if ((p.k_new.ptr != nullptr && !append_in_kernel) || q_rot != nullptr)
     FLASHLAB_RETURN_IF_ERROR(launch_append(p, q_rot, &appended));
 
   decode::DecodeParams dp;
@@ -383,10 +397,34 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.cache_seqlens = p.cache_seqlens;
   dp.cache_leftpad = p.cache_leftpad;
   dp.seqlen_new = static_cast<int>(p.seqlen_new);
-  dp.guard = appended;
+  dp.guard = appended || q_rotate || append_in_kernel;  // the append's rule holds for the rotation alone too
+  dp.append_in_kernel = append_in_kernel;
+  if (append_in_kernel) {
+    dp.k_new = p.k_new.ptr;
+    dp.v_new = p.v_new.ptr;
+    dp.kn_batch_stride = p.k_new.batch_stride;
+    dp.kn_row_stride = p.k_new.row_stride;
+    dp.kn_head_stride = p.k_new.head_stride;
+    dp.vn_batch_stride = p.v_new.batch_stride;
+    dp.vn_row_stride = p.v_new.row_stride;
+    dp.vn_head_stride = p.v_new.head_stride;
+    dp.num_pages = p.num_pages;
+    dp.batch_cache = p.batch_cache ? p.batch_cache : p.batch;
+  }
   dp.capacity = capacity(p);
   dp.rotary_dim = p.rotary_cos != nullptr ? static_cast<int>(p.rotary_dim) : 0;
   dp.rotary_max_pos = p.rotary_max_pos;
+  dp.q_rotate = q_rotate;
+  if (q_rotate) {
+    dp.cos = p.rotary_cos;
+    dp.sin = p.rotary_sin;
+    dp.table_dtype = table_dtype(p.rotary_dtype);
+    dp.neox = p.rotary_style == RotaryStyle::kNeoX;
+    // append_kernel.cuh's rotate_vec at the tile kernel's 8-element vectors (kvcache_ops.cu's rule)
+    dp.rotary_vec = (p.rotary_dim / 2) % 8 == 0 && reinterpret_cast<uintptr_t>(p.rotary_cos) % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(p.rotary_sin) % 16 == 0;
+  }
+  dp.wait_first = q_rot != nullptr || p.cache_batch_idx != nullptr;
   dp.sink_logits = p.sink_logits;
   dp.batch = static_cast<int>(p.batch);
   dp.seqlen_q = static_cast<int>(p.seqlen_q);

@@ -72,7 +72,7 @@ struct DecodeParams {
   const int32_t* cache_batch_idx = nullptr;
   const int32_t* cache_seqlens = nullptr;  // before the (fused) append: L = cache_seqlens + seqlen_new - leftpad
   const int32_t* cache_leftpad = nullptr;
-  int seqlen_new = 0;  // rows the fused append wrote (append_kernel.cuh ran first on the same stream)
+  int seqlen_new = 0;  // rows the fused append writes (append_kernel.cuh, launched first on the same stream)
   // The fused append's rule (append_rule.cuh, sequence_ok), applied when the call appends or
   // rotates (guard): a sequence that fails it was not appended, and its outputs and LSE are NaN
   // (merge_and_store; combine_kernel.cuh passes NaN partials on), never a finite answer.
@@ -80,6 +80,30 @@ struct DecodeParams {
   int64_t capacity = 0;       // cache slots per sequence
   int rotary_dim = 0;         // 0: no rotary; else positions must stay within the table's rows
   int64_t rotary_max_pos = 0;
+  // Rotated queries: with q_rotate (the tile kernel) q is the caller's, rotated as it is loaded
+  // (append_kernel.cuh, rotate_query: the append's code and bits) with these tables; else q is
+  // the fused append's rotated workspace copy (v5, or q not 16-byte aligned).
+  bool q_rotate = false;
+  const void* cos = nullptr;  // (rotary_max_pos, rotary_dim / 2) in table_dtype (append_kernel.cuh)
+  const void* sin = nullptr;
+  int table_dtype = 0;
+  bool neox = true;
+  bool rotary_vec = false;  // append_kernel.cuh's rotate_vec conditions (decode.cu)
+  // The fused append done by the tile kernel itself (decode.cu: one launch instead of the append
+  // kernel's and this one's): k_new / v_new (batch, seqlen_new, heads_kv, head_dim), 16-byte
+  // aligned; num_pages / batch_cache bound the page entries / cache rows a write may use (the
+  // append kernel's checks).
+  bool append_in_kernel = false;
+  const void* k_new = nullptr;
+  const void* v_new = nullptr;
+  int64_t kn_batch_stride = 0, kn_row_stride = 0, kn_head_stride = 0;
+  int64_t vn_batch_stride = 0, vn_row_stride = 0, vn_head_stride = 0;
+  int64_t num_pages = 0, batch_cache = 0;
+  // After a fused append the tile kernel streams the older keys before the append completes and
+  // waits only before the tile holding the first new key (decode_tile_kernel.cuh), unless
+  // wait_first: q is the append's workspace copy, or cache_batch_idx is given (the older keys of one
+  // sequence could be another's new slots where two sequences share a row).
+  bool wait_first = false;
   // sizes
   int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0, rows = 0;
   // scores

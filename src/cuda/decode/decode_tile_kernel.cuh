@@ -48,6 +48,7 @@
 
 #include "cuda/common/math.h"
 #include "cuda/common/ptx_sm80.cuh"
+#include "cuda/decode/append_kernel.cuh"
 #include "cuda/decode/decode_kernel.cuh"
 
 namespace flashlab {
@@ -147,6 +148,58 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 // kPaged: the cache is paged (p.block_table); false: contiguous rows, one per slot, so a thread's
 // copy addresses are a base pointer plus multiples of the row stride (no per-key index math).
 // kRowGroups: see cta_rows() above.
+// The fused append inside the tile kernel (DecodeParams::append_in_kernel): the CTA writes the new
+// keys j in [L - seqlen_new, L) that its split's keys [n0, n1) hold (the regular splits cover
+// [0, L) once, so every new key is written even where no row sees it; the sink split's range holds
+// new keys only in a sequence shorter than its sink tokens), as append_kernel.cuh writes them:
+// K rotated at position j, V bit for bit, nothing of a sequence that fails the append's rule, no
+// write to a page entry or cache row out of range. The CTAs of one split (query-row chunks) write
+// the same bytes, and each reads back only what it wrote itself, after the fence and the barrier:
+// no CTA waits for another.
+template <typename T, int kD>
+__device__ __noinline__ void append_own_keys(const DecodeParams& p, int b, int hk, int64_t lp, int64_t L,
+                                                int64_t n0, int64_t n1, int tid, int threads) {
+  int64_t len, lp_ok;
+  const int64_t new0 = L - p.seqlen_new;
+  const int64_t j0 = n0 > new0 ? n0 : new0;
+  if (j0 < n1 && sequence_ok(p, b, &len, &lp_ok)) {
+    constexpr int kVecs = kD / 8;  // 16-byte vectors of a row (head_dim <= kD)
+    const int count = static_cast<int>(n1 - j0) * 2 * kVecs;  // (key, K or V, vector); seqlen_new <= 16
+    for (int e = tid; e < count; e += threads) {
+      const int vec = e % kVecs, kv = (e / kVecs) % 2, jj = e / (2 * kVecs);
+      if (vec * 8 >= p.head_dim) continue;
+      const int64_t j = j0 + jj, t = j - new0, slot = lp + j;
+      int64_t block, within;
+      slot_place(p, b, slot, &block, &within);
+      if (block < 0 || block >= (p.block_table != nullptr ? p.num_pages : p.batch_cache)) continue;
+      const bool is_k = kv == 0;
+      const T* src = is_k ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + t * p.kn_row_stride +
+                                int64_t(hk) * p.kn_head_stride
+                          : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + t * p.vn_row_stride +
+                                int64_t(hk) * p.vn_head_stride;
+      // The cache is read-only everywhere else in this kernel (const in DecodeParams); these are
+      // the slots the call appends.
+      T* dst = const_cast<T*>(static_cast<const T*>(is_k ? p.k : p.v)) +
+               (is_k ? block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride
+                     : block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride);
+      uint4 raw = *reinterpret_cast<const uint4*>(src + vec * 8);
+      if (is_k && vec * 8 < p.rotary_dim) rotate<T, 8>(p, src, vec * 8, j, raw);
+      *reinterpret_cast<uint4*>(dst + vec * 8) = raw;
+    }
+    __threadfence();  // in L2 before any cp.async (which reads there) of this CTA asks for them
+  }
+  __syncthreads();
+}
+
+// rotate_query (append_kernel.cuh) out of line: its table-type and pair-style variants stay out of
+// the kernel's body (inlined, they and append_own_keys' made the plain decode 6 µs slower at 1k,
+// 59 against 53 µs in CUDA-graph replays on the H100, though never executed; session 26).
+template <typename T>
+__device__ __noinline__ uint4 rotated_query(const DecodeParams& p, int b, int i, const T* qrow, int e0, uint4 v) {
+  rotate_query<T, 8>(p, b, i, qrow, e0, v);
+  return v;
+}
+
 template <typename T, int kD, bool kPaged, int kRowGroups>
 __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
     decode_tile_kernel(const __grid_constant__ DecodeParams p) {
@@ -297,17 +350,49 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
 
-  // After a fused append this kernel is launched as the append's dependent (decode.cu): everything
-  // above read only what the append does not write (cache_seqlens, leftpad, the page table); the
-  // cache's new rows and the rotated queries are read below, after the append has completed.
-  ptx::grid_dependency_wait();
+  // After a fused append this kernel is launched as the append's dependent (decode.cu) and runs
+  // beside it. The append writes the keys [L - seqlen_new, L) (slots cache_seqlens + t) and, unless
+  // q_rotate, the rotated queries; nothing this kernel reads before (cache_seqlens, leftpad, the
+  // page table) nor the older keys. So the kernel streams the older keys at once and waits for the
+  // append (griddepcontrol.wait: completed, its writes visible) only before it loads the first
+  // tile holding a new key, wait_tile. Waiting before any load cost a step at 1k ~9 µs (17 %) in
+  // CUDA-graph replays on the H100 (docs/perf.md, session 25). Without a fused append the wait is
+  // a no-op.
+  if (p.wait_first) ptx::grid_dependency_wait();
+  const int64_t new0 = L - p.seqlen_new;
+  int wait_tile = n_tiles;  // no new key among this CTA's
+  if (p.seqlen_new > 0 && new0 < k_end)
+    wait_tile = new0 <= k_begin ? 0 : static_cast<int>((new0 - k_begin) / kBlockN);
+  auto load_tile_after_append = [&](int tile) __attribute__((always_inline)) {
+    if (tile == wait_tile) ptx::grid_dependency_wait();  // uniform over the CTA
+    load_tile(tile);
+  };
+  // With the append in this kernel (append_in_kernel: no append kernel ran, the waits are no-ops)
+  // the CTA writes its new keys in the pipeline's prologue, once the tiles before the first holding
+  // a new key (up to kStages - 1 of them) are in flight: the writes and their fence overlap those
+  // copies. (Written before any copy they cost a 1k step ~9 %, 44 -> 48 us in the C++
+  // FusedDecodeBandwidth test on an H200, session 26; written in the loop, before the load of
+  // wait_tile, they cost the loop 30-40 registers.)
+  const int append_tile = wait_tile < kStages - 1 ? wait_tile : kStages - 1;
 
   // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
-  // iteration (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
+  // stage (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
+  // The prologue's stages before append_tile, the append (one call site: its code stays out of the
+  // kernel's hot path), then the rest.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_tiles) load_tile(s);
-    cp_async_commit();
+    if (s < append_tile) {
+      if (s < n_tiles) load_tile_after_append(s);
+      cp_async_commit();
+    }
+  }
+  if (p.append_in_kernel) append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kThreadsCta);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s >= append_tile) {
+      if (s < n_tiles) load_tile_after_append(s);
+      cp_async_commit();
+    }
   }
   // Q -> shared memory (after the first tiles' copies are issued: its latency hides behind theirs),
   // zero past the rows and past head_dim (padding rows score 0 and are masked).
@@ -316,9 +401,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     uint4 v = make_uint4(0, 0, 0, 0);
     if (rr < p.rows && qc * 8 < p.head_dim) {
       const int i = rr / p.group, hq = hk * p.group + rr % p.group;
-      v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q) + b * p.q_batch_stride +
-                                          int64_t(i) * p.q_row_stride + int64_t(hq) * p.q_head_stride +
-                                          qc * 8);
+      const T* qrow = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +
+                      int64_t(hq) * p.q_head_stride;
+      v = *reinterpret_cast<const uint4*>(qrow + qc * 8);
+      if (p.q_rotate) v = rotated_query<T>(p, b, i, qrow, qc * 8, v);
     }
     *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(qr, qc)]) = v;
   }
@@ -339,7 +425,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
     // next load overwrites.
     __syncthreads();
-    if (tile + kStages - 1 < n_tiles) load_tile(tile + kStages - 1);
+    if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1);
     cp_async_commit();
     const uint16_t* ks = sm.kv.k[tile % kStages];
     const uint16_t* vs = sm.kv.v[tile % kStages];
@@ -455,6 +541,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           make_float2(o[n][2 * h], o[n][2 * h + 1]);
   }
   __syncthreads();
+  // A CTA without new keys has not waited yet: no CTA of this kernel completes before the fused
+  // append, so what follows on the stream (the combine, the caller's next kernel) sees the cache
+  // appended. By now the append has long completed: the wait costs nothing.
+  ptx::grid_dependency_wait();
   merge_and_store<T, kD, kKeyWarps, kRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
 }
 

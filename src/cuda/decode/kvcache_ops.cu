@@ -115,6 +115,7 @@ Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
   if (p.rotary_cos != nullptr) {
     ap.cos = p.rotary_cos;
     ap.sin = p.rotary_sin;
+    ap.table_dtype = table_dtype(p.rotary_dtype);
     ap.rotary_dim = static_cast<int>(p.rotary_dim);
     ap.rotary_max_pos = p.rotary_max_pos;
     ap.neox = p.rotary_style == RotaryStyle::kNeoX;
