@@ -158,7 +158,7 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 // no CTA waits for another.
 template <typename T, int kD>
 __device__ __noinline__ void append_own_keys(const DecodeParams& p, int b, int hk, int64_t lp, int64_t L,
-                                                int64_t n0, int64_t n1, int tid, int threads) {
+                                                int64_t n0, int64_t n1, int tid, int threads, bool fence) {
   int64_t len, lp_ok;
   const int64_t new0 = L - p.seqlen_new;
   const int64_t j0 = n0 > new0 ? n0 : new0;
@@ -186,9 +186,11 @@ __device__ __noinline__ void append_own_keys(const DecodeParams& p, int b, int h
       if (is_k && vec * 8 < p.rotary_dim) rotate<T, 8>(p, src, vec * 8, j, raw);
       *reinterpret_cast<uint4*>(dst + vec * 8) = raw;
     }
-    __threadfence();  // in L2 before any cp.async (which reads there) of this CTA asks for them
+    // In L2 before any cp.async of this CTA (which reads there) asks for them: here when the next
+    // copy may hold a new key, else in the loop before the copy that does (the caller's barrier
+    // follows either way).
+    if (fence) __threadfence();
   }
-  __syncthreads();
 }
 
 // rotate_query (append_kernel.cuh) out of line: its table-type and pair-style variants stay out of
@@ -369,16 +371,25 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   };
   // With the append in this kernel (append_in_kernel: no append kernel ran, the waits are no-ops)
   // the CTA writes its new keys in the pipeline's prologue, once the tiles before the first holding
-  // a new key (up to kStages - 1 of them) are in flight: the writes and their fence overlap those
-  // copies. (Written before any copy they cost a 1k step ~9 %, 44 -> 48 us in the C++
-  // FusedDecodeBandwidth test on an H200, session 26; written in the loop, before the load of
-  // wait_tile, they cost the loop 30-40 registers.)
+  // a new key (up to kStages - 1 of them) are in flight: the writes overlap those copies. (Written
+  // before any copy they cost a 1k step ~9 %, 44 -> 48 us in the C++ FusedDecodeBandwidth test on an
+  // H200; written in the loop, before the load of wait_tile, they cost the loop 30-40 registers.
+  // With the split below and the deferred fence, append + rotary adds 11.5 % at 1k instead of 20 %
+  // in CUDA-graph replays on the H100: docs/perf.md, session 26.)
   const int append_tile = wait_tile < kStages - 1 ? wait_tile : kStages - 1;
+  // The new keys' stores are fenced at once when the prologue loads the first tile holding one,
+  // else by the appending threads in the loop, before the barrier ahead of that tile's copy: by
+  // then the stores have long landed, and the fence waits for nothing.
+  const bool fence_now = wait_tile <= kStages - 1;
+  // Threads [0, kAppendThreads) append while the others load the queries (two chains of global
+  // loads side by side, not one after the other); without an append every thread loads queries.
+  constexpr int kAppendThreads = kThreadsCta / 2;
+  const bool appends = p.append_in_kernel && tid < kAppendThreads;
 
   // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
   // stage (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
-  // The prologue's stages before append_tile, the append (one call site: its code stays out of the
-  // kernel's hot path), then the rest.
+  // The prologue's stages before append_tile; the append beside the queries' load, then a barrier
+  // (one call site each: their code stays out of the kernel's hot path); then the rest.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < append_tile) {
@@ -386,17 +397,12 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       cp_async_commit();
     }
   }
-  if (p.append_in_kernel) append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kThreadsCta);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s >= append_tile) {
-      if (s < n_tiles) load_tile_after_append(s);
-      cp_async_commit();
-    }
-  }
+  if (appends) append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kAppendThreads, fence_now);
   // Q -> shared memory (after the first tiles' copies are issued: its latency hides behind theirs),
   // zero past the rows and past head_dim (padding rows score 0 and are masked).
-  for (int e = tid; e < kRows * kChunks; e += kThreadsCta) {
+  const int q_first = p.append_in_kernel ? tid - kAppendThreads : tid;
+  const int q_step = p.append_in_kernel ? kThreadsCta - kAppendThreads : kThreadsCta;
+  for (int e = q_first < 0 ? kRows * kChunks : q_first; e < kRows * kChunks; e += q_step) {
     const int qr = e / kChunks, qc = e % kChunks, rr = row0 + qr;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (rr < p.rows && qc * 8 < p.head_dim) {
@@ -408,13 +414,20 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     }
     *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(qr, qc)]) = v;
   }
+  __syncthreads();  // Q's stores and the new keys' (fenced, where a copy of them comes next)
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s >= append_tile) {
+      if (s < n_tiles) load_tile_after_append(s);
+      cp_async_commit();
+    }
+  }
   // Q's fragments: matrices (rows 0-7 | 8-15 of the warp's) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
   auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
     ldmatrix_x4(a, &sm.q[swizzle<kD>(wrow0 + (lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
   };
   uint32_t qa[kQInRegs ? kChunks / 2 : 1][4];
   if constexpr (kQInRegs) {
-    __syncthreads();  // Q's stores above
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) load_q(qa[kk], kk);
   }
@@ -422,6 +435,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   const int col0 = col_part * kDw;         // and its first O column
   for (int tile = 0; tile < n_tiles; ++tile) {
     cp_async_wait<kStages - 2>();
+    if (appends && !fence_now && tile + kStages - 1 == wait_tile) __threadfence();  // the new keys' (above)
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
     // next load overwrites.
     __syncthreads();
