@@ -91,6 +91,32 @@ struct Dev {
   }
 };
 
+// Rotary tables of max_pos rows, rot_dim / 2 angles each: pos · 10000^(−2i / rot_dim), as fp32.
+// With tdt bf16 / fp16 the values are rounded to tdt and their 16-bit patterns kept in cos16 /
+// sin16: the GPU reads those, the host's reference the fp32 values, which are the same numbers
+// (the library reads a 16-bit table as its exact fp32 values).
+struct RotaryTables {
+  std::vector<float> cos, sin;
+  std::vector<uint16_t> cos16, sin16;
+};
+RotaryTables rotary_tables(int64_t max_pos, int64_t rot_dim, DType tdt = DType::kFloat32) {
+  RotaryTables t;
+  for (int64_t pos = 0; pos < max_pos; ++pos)
+    for (int64_t i = 0; i < rot_dim / 2; ++i) {
+      const double th = pos * std::pow(10000.0, -2.0 * i / rot_dim);
+      t.cos.push_back(static_cast<float>(std::cos(th)));
+      t.sin.push_back(static_cast<float>(std::sin(th)));
+    }
+  if (tdt != DType::kFloat32)
+    for (size_t i = 0; i < t.cos.size(); ++i) {
+      t.cos[i] = round_to(tdt, t.cos[i]);
+      t.sin[i] = round_to(tdt, t.sin[i]);
+      t.cos16.push_back(to_bits(t.cos[i], tdt));
+      t.sin16.push_back(to_bits(t.sin[i], tdt));
+    }
+  return t;
+}
+
 TEST(CudaKvCache, SweepAgainstReference) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device: the CUDA KV-cache path not exercised";
   const int n_cases = env_int("FLASHLAB_KV_SWEEP", 300);
@@ -203,26 +229,14 @@ TEST(CudaKvCache, SweepAgainstReference) {
     for (auto& x : q) x = to_bits(n01(rng), dt);
     for (auto& x : k_new) x = to_bits(n01(rng), dt);
     for (auto& x : v_new) x = to_bits(n01(rng), dt);
-    std::vector<float> cos_t, sin_t, sink_v;
+    // The tables' type on the GPU: fp32, bf16 or fp16 (rotary_tables).
     const int64_t max_pos = maxlen + 1;
-    for (int64_t pos = 0; rotary && pos < max_pos; ++pos)
-      for (int64_t i = 0; i < rot_dim / 2; ++i) {
-        const double th = pos * std::pow(10000.0, -2.0 * i / rot_dim);
-        cos_t.push_back(static_cast<float>(std::cos(th)));
-        sin_t.push_back(static_cast<float>(std::sin(th)));
-      }
-    // The tables' type on the GPU: fp32, bf16 or fp16 (16-bit tables are read as their exact fp32
-    // values; the host's fp32 tables hold the same values).
     const DType tdt = !rotary ? DType::kFloat32 : chance(0.34) ? DType::kBFloat16 : chance(0.5) ? DType::kFloat16
                                                                                                 : DType::kFloat32;
-    std::vector<uint16_t> cos16, sin16;
-    if (tdt != DType::kFloat32)
-      for (size_t i = 0; i < cos_t.size(); ++i) {
-        cos_t[i] = round_to(tdt, cos_t[i]);
-        sin_t[i] = round_to(tdt, sin_t[i]);
-        cos16.push_back(to_bits(cos_t[i], tdt));
-        sin16.push_back(to_bits(sin_t[i], tdt));
-      }
+    RotaryTables tables = rotary ? rotary_tables(max_pos, rot_dim, tdt) : RotaryTables{};
+    std::vector<float>&cos_t = tables.cos, &sin_t = tables.sin;
+    const std::vector<uint16_t>&cos16 = tables.cos16, &sin16 = tables.sin16;
+    std::vector<float> sink_v;
     for (int64_t h = 0; sinks && h < hq; ++h) sink_v.push_back(h % 3 == 2 ? -INFINITY : 1.0f + n01(rng));
     // The device caches before the reference appends into the host ones.
     Dev<uint16_t> dk(kc), dv(vc);
@@ -562,24 +576,12 @@ TEST(CudaKvCache, AppendSweep) {
       put(kn, e, n01(rng), dt);
       put(vn, e, n01(rng), dt);
     }
-    std::vector<float> cos_t, sin_t;
-    for (int64_t pos = 0; rot && pos < maxlen + 1; ++pos)
-      for (int64_t i = 0; i < rot_dim / 2; ++i) {
-        const double th = pos * std::pow(10000.0, -2.0 * i / rot_dim);
-        cos_t.push_back(static_cast<float>(std::cos(th)));
-        sin_t.push_back(static_cast<float>(std::sin(th)));
-      }
-    // The tables' type on the GPU (fp32, bf16, fp16; the host's fp32 tables hold the same values).
+    // The tables' type on the GPU (fp32, bf16, fp16; rotary_tables).
     const DType tdt = !rot ? DType::kFloat32 : chance(0.34) ? DType::kBFloat16 : chance(0.5) ? DType::kFloat16
                                                                                              : DType::kFloat32;
-    std::vector<uint16_t> cos16, sin16;
-    if (tdt != DType::kFloat32)
-      for (size_t i = 0; i < cos_t.size(); ++i) {
-        cos_t[i] = round_to(tdt, cos_t[i]);
-        sin_t[i] = round_to(tdt, sin_t[i]);
-        cos16.push_back(to_bits(cos_t[i], tdt));
-        sin16.push_back(to_bits(sin_t[i], tdt));
-      }
+    RotaryTables tables = rot ? rotary_tables(maxlen + 1, rot_dim, tdt) : RotaryTables{};
+    std::vector<float>&cos_t = tables.cos, &sin_t = tables.sin;
+    const std::vector<uint16_t>&cos16 = tables.cos16, &sin16 = tables.sin16;
     Dev<uint8_t> dk(kc), dv(vc), dkn(kn), dvn(vn);
     Dev<int32_t> dlens(lens), dlp(lpad), dtable(table), dbidx(bidx);
     Dev<float> dcos(cos_t), dsin(sin_t);
@@ -763,12 +765,9 @@ struct GpuProblem {
         vc[b * cap * hk * d + e] = to_bits(n01(rng), dt);
       }
     for (int64_t h = 0; h < hq; ++h) sinks.push_back(h == 3 ? -INFINITY : 2.0f + n01(rng));
-    for (int64_t pos = 0; pos < cap + 1; ++pos)
-      for (int64_t i = 0; i < d / 2; ++i) {
-        const double th = pos * std::pow(10000.0, -2.0 * i / d);
-        cos_t.push_back(static_cast<float>(std::cos(th)));
-        sin_t.push_back(static_cast<float>(std::sin(th)));
-      }
+    RotaryTables t = rotary_tables(cap + 1, d);
+    cos_t = std::move(t.cos);
+    sin_t = std::move(t.sin);
     host.device = Device::kCPU;
     host.impl = Impl::kReference;
     host.dtype = host.cache_dtype = dt;
