@@ -35,6 +35,7 @@
 #include "cuda/common/fast_div.h"
 #include "cuda/common/ptx_sm80.cuh"
 #include "cuda/decode/append_rule.cuh"
+#include "flashlab/kvcache.h"
 
 namespace flashlab {
 namespace decode {
@@ -164,6 +165,24 @@ __device__ __forceinline__ int64_t append_slot_offset(const AppendParams& p, int
 // The rotary tables' element types (AppendParams / DecodeParams::table_dtype): a 16-bit entry is
 // used as its exact fp32 value, so every table type gives the CPU's bits for the same values.
 enum TableDtype : int { kTableF32 = 0, kTableBF16 = 1, kTableF16 = 2 };
+// The host side (kvcache_ops.cu's append, decode.cu's tile kernel): a params struct's rotary fields
+// (AppendParams or DecodeParams: cos, sin, table_dtype, rotary_dim, rotary_max_pos, neox,
+// rotary_vec) from the call's. rotary_vec is rotate_vec's rule for k_vec-element vectors (k_vec < 4:
+// never): half the rotary dims whole vectors, both tables 16-byte aligned.
+template <typename P>
+inline void set_rotary(P* d, const KvCacheParams& p, int k_vec) {
+  if (p.rotary_cos == nullptr) return;
+  d->cos = p.rotary_cos;
+  d->sin = p.rotary_sin;
+  d->table_dtype = p.rotary_dtype == DType::kBFloat16 ? kTableBF16 : p.rotary_dtype == DType::kFloat16 ? kTableF16
+                                                                                                      : kTableF32;
+  d->rotary_dim = static_cast<int>(p.rotary_dim);
+  d->rotary_max_pos = p.rotary_max_pos;
+  d->neox = p.rotary_style == RotaryStyle::kNeoX;
+  d->rotary_vec = k_vec >= 4 && (d->rotary_dim / 2) % k_vec == 0 && reinterpret_cast<uintptr_t>(d->cos) % 16 == 0 &&
+                  reinterpret_cast<uintptr_t>(d->sin) % 16 == 0;
+}
+
 __device__ __forceinline__ float table_at(int dtype, const void* t, int64_t i) {
   if (dtype == kTableBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(t)[i]);
   if (dtype == kTableF16) return __half2float(static_cast<const __half*>(t)[i]);

@@ -412,18 +412,8 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
     dp.batch_cache = p.batch_cache ? p.batch_cache : p.batch;
   }
   dp.capacity = capacity(p);
-  dp.rotary_dim = p.rotary_cos != nullptr ? static_cast<int>(p.rotary_dim) : 0;
-  dp.rotary_max_pos = p.rotary_max_pos;
+  decode::set_rotary(&dp, p, 8);  // the tile kernel rotates 8-element vectors (q_rotate, append_own_keys)
   dp.q_rotate = q_rotate;
-  if (q_rotate) {
-    dp.cos = p.rotary_cos;
-    dp.sin = p.rotary_sin;
-    dp.table_dtype = table_dtype(p.rotary_dtype);
-    dp.neox = p.rotary_style == RotaryStyle::kNeoX;
-    // append_kernel.cuh's rotate_vec at the tile kernel's 8-element vectors (kvcache_ops.cu's rule)
-    dp.rotary_vec = (p.rotary_dim / 2) % 8 == 0 && reinterpret_cast<uintptr_t>(p.rotary_cos) % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(p.rotary_sin) % 16 == 0;
-  }
   dp.wait_first = q_rot != nullptr || p.cache_batch_idx != nullptr;
   dp.sink_logits = p.sink_logits;
   dp.batch = static_cast<int>(p.batch);

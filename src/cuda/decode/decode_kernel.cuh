@@ -88,7 +88,7 @@ struct DecodeParams {
   const void* sin = nullptr;
   int table_dtype = 0;
   bool neox = true;
-  bool rotary_vec = false;  // append_kernel.cuh's rotate_vec conditions (decode.cu)
+  bool rotary_vec = false;  // append_kernel.cuh's rotate_vec conditions (set_rotary)
   // The fused append done by the tile kernel itself (decode.cu: one launch instead of the append
   // kernel's and this one's): k_new / v_new (batch, seqlen_new, heads_kv, head_dim), 16-byte
   // aligned; num_pages / batch_cache bound the page entries / cache rows a write may use (the

@@ -51,13 +51,11 @@ Status launch_typed(const decode::AppendParams& ap, cudaStream_t stream) {
 }
 
 template <typename T>
-Status launch_dtype(decode::AppendParams ap, bool vec, cudaStream_t stream) {
+Status launch_dtype(decode::AppendParams ap, const KvCacheParams& p, bool vec, cudaStream_t stream) {
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  decode::set_rotary(&ap, p, vec ? kVec : 1);
   if (vec) {
     ap.vecs_per_row = ap.head_dim / kVec;
-    // append_kernel.cuh's rotate_vec: half the rotary dims whole vectors, tables 16-byte aligned.
-    ap.rotary_vec = ap.rotary_dim > 0 && (ap.rotary_dim / 2) % kVec == 0 &&
-                    reinterpret_cast<uintptr_t>(ap.cos) % 16 == 0 && reinterpret_cast<uintptr_t>(ap.sin) % 16 == 0;
     return launch_typed<T, kVec>(ap, stream);
   }
   ap.vecs_per_row = ap.head_dim;
@@ -112,14 +110,6 @@ Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
   ap.seqlen_new = static_cast<int>(p.seqlen_new);
   ap.heads_kv = static_cast<int>(p.heads_kv);
   ap.head_dim = static_cast<int>(p.head_dim);
-  if (p.rotary_cos != nullptr) {
-    ap.cos = p.rotary_cos;
-    ap.sin = p.rotary_sin;
-    ap.table_dtype = table_dtype(p.rotary_dtype);
-    ap.rotary_dim = static_cast<int>(p.rotary_dim);
-    ap.rotary_max_pos = p.rotary_max_pos;
-    ap.neox = p.rotary_style == RotaryStyle::kNeoX;
-  }
   ap.q = q_rot != nullptr ? p.q.ptr : nullptr;
   ap.q_batch_stride = p.q.batch_stride;
   ap.q_row_stride = p.q.row_stride;
@@ -146,9 +136,9 @@ Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
   if (launched != nullptr) *launched = true;
   switch (p.dtype) {
-    case DType::kBFloat16: return launch_dtype<__nv_bfloat16>(ap, vec, stream);
-    case DType::kFloat16: return launch_dtype<__half>(ap, vec, stream);
-    case DType::kFloat32: return launch_dtype<float>(ap, vec, stream);
+    case DType::kBFloat16: return launch_dtype<__nv_bfloat16>(ap, p, vec, stream);
+    case DType::kFloat16: return launch_dtype<__half>(ap, p, vec, stream);
+    case DType::kFloat32: return launch_dtype<float>(ap, p, vec, stream);
     default: return Status::Unsupported(std::string("dtype ") + to_string(p.dtype) + " is not supported by the CUDA append");
   }
 }

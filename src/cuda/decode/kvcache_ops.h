@@ -17,9 +17,6 @@ struct CombineArgs;
 }  // namespace decode
 namespace detail {
 
-// The kernels' code for a rotary table type (append_kernel.cuh, TableDtype: 0 fp32, 1 bf16, 2 fp16).
-inline int table_dtype(DType d) { return d == DType::kBFloat16 ? 1 : d == DType::kFloat16 ? 2 : 0; }
-
 // Bytes of the rotated-query copy the fused path keeps in the workspace (0 without rotary).
 int64_t rotated_q_bytes(const KvCacheParams& p);
 
