@@ -169,6 +169,21 @@ enum TableDtype : int { kTableF32 = 0, kTableBF16 = 1, kTableF16 = 2 };
 // (AppendParams or DecodeParams: cos, sin, table_dtype, rotary_dim, rotary_max_pos, neox,
 // rotary_vec) from the call's. rotary_vec is rotate_vec's rule for k_vec-element vectors (k_vec < 4:
 // never): half the rotary dims whole vectors, both tables 16-byte aligned.
+// And the new rows' fields (k_new, v_new, their strides, and the bounds a write checks: num_pages,
+// batch_cache), which AppendParams and DecodeParams (append_own_keys) name alike.
+template <typename P>
+inline void set_new_rows(P* d, const KvCacheParams& p) {
+  d->k_new = p.k_new.ptr;
+  d->v_new = p.v_new.ptr;
+  d->kn_batch_stride = p.k_new.batch_stride;
+  d->kn_row_stride = p.k_new.row_stride;
+  d->kn_head_stride = p.k_new.head_stride;
+  d->vn_batch_stride = p.v_new.batch_stride;
+  d->vn_row_stride = p.v_new.row_stride;
+  d->vn_head_stride = p.v_new.head_stride;
+  d->num_pages = p.num_pages;
+  d->batch_cache = p.batch_cache ? p.batch_cache : p.batch;
+}
 template <typename P>
 inline void set_rotary(P* d, const KvCacheParams& p, int k_vec) {
   if (p.rotary_cos == nullptr) return;

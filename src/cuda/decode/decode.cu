@@ -399,18 +399,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.seqlen_new = static_cast<int>(p.seqlen_new);
   dp.guard = appended || q_rotate || append_in_kernel;  // the append's rule holds for the rotation alone too
   dp.append_in_kernel = append_in_kernel;
-  if (append_in_kernel) {
-    dp.k_new = p.k_new.ptr;
-    dp.v_new = p.v_new.ptr;
-    dp.kn_batch_stride = p.k_new.batch_stride;
-    dp.kn_row_stride = p.k_new.row_stride;
-    dp.kn_head_stride = p.k_new.head_stride;
-    dp.vn_batch_stride = p.v_new.batch_stride;
-    dp.vn_row_stride = p.v_new.row_stride;
-    dp.vn_head_stride = p.v_new.head_stride;
-    dp.num_pages = p.num_pages;
-    dp.batch_cache = p.batch_cache ? p.batch_cache : p.batch;
-  }
+  if (append_in_kernel) decode::set_new_rows(&dp, p);
   dp.capacity = capacity(p);
   decode::set_rotary(&dp, p, 8);  // the tile kernel rotates 8-element vectors (q_rotate, append_own_keys)
   dp.q_rotate = q_rotate;

@@ -81,14 +81,7 @@ Status append_supports(const KvCacheParams& p, bool attend) {
 Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
   if (launched != nullptr) *launched = false;
   decode::AppendParams ap;
-  ap.k_new = p.k_new.ptr;
-  ap.v_new = p.v_new.ptr;
-  ap.kn_batch_stride = p.k_new.batch_stride;
-  ap.kn_row_stride = p.k_new.row_stride;
-  ap.kn_head_stride = p.k_new.head_stride;
-  ap.vn_batch_stride = p.v_new.batch_stride;
-  ap.vn_row_stride = p.v_new.row_stride;
-  ap.vn_head_stride = p.v_new.head_stride;
+  decode::set_new_rows(&ap, p);
   ap.k_cache = p.k_cache.ptr;
   ap.v_cache = p.v_cache.ptr;
   ap.k_batch_stride = p.k_cache.batch_stride;
@@ -100,9 +93,7 @@ Status launch_append(const KvCacheParams& p, void* q_rot, bool* launched) {
   ap.block_table = p.block_table;
   ap.block_table_stride = p.block_table_batch_stride ? p.block_table_batch_stride : p.max_pages;
   ap.page_size = p.block_table != nullptr ? p.page_size : 1;
-  ap.num_pages = p.num_pages;
   ap.cache_batch_idx = p.cache_batch_idx;
-  ap.batch_cache = p.batch_cache ? p.batch_cache : p.batch;
   ap.cache_seqlens = p.cache_seqlens;
   ap.cache_leftpad = p.cache_leftpad;
   ap.capacity = p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
