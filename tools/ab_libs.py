@@ -8,7 +8,7 @@ clock and thermal drift hit both alike). Own milliseconds only: no peer is neede
 build with itself.
 
   python3 tools/ab_libs.py --flashlab build-carry/bin/flashlab --lib-a /tmp/libA --lib-b build-carry/lib \\
-      [--impl cuda_sm90] [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
+      [--impl cuda_sm90] [--forward-only] [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
 
 Grid as benchmarks/sdpa_grid.py (bf16, batch = 16384/seqlen, heads = 2048/hdim, causal and not,
 forward and backward). Prints a line per point as it goes, then a markdown table: the median of
@@ -23,10 +23,10 @@ import sys
 import time
 
 
-def run(binary, lib, b, s, h, d, causal, iters, impl="cuda_sm80"):
+def run(binary, lib, b, s, h, d, causal, iters, impl="cuda_sm80", backward=True):
     cmd = [binary, "bench", "--json", "--quiet", "--no-check", "--no-sgemm", "--impl", impl, "--batch", str(b),
-           "--seqlen", str(s), "--heads", str(h), "--head-dim", str(d), "--dtype", "bf16", "--iters", str(iters),
-           "--backward"] + (["--causal"] if causal else [])
+           "--seqlen", str(s), "--heads", str(h), "--head-dim", str(d), "--dtype", "bf16", "--iters", str(iters)]
+    cmd += (["--backward"] if backward else []) + (["--causal"] if causal else [])
     env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     try:
@@ -46,6 +46,7 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--impl", default="cuda_sm80", help="the implementation both builds run (e.g. cuda_sm90)")
+    ap.add_argument("--forward-only", action="store_true", help="time the forward alone (a forward-only change)")
     ap.add_argument("--first", type=int, default=1, help="start at this point (1-based): resume a cut-off run")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
@@ -55,6 +56,7 @@ def main():
           f"median of {args.iters} iters per run", flush=True)
     t0 = time.time()
     rows = []
+    passes = ("forward",) if args.forward_only else ("forward", "backward")
     for n, (d, s, causal) in enumerate(points, 1):
         if n < args.first:
             continue
@@ -62,16 +64,17 @@ def main():
         ms = {"A": {}, "B": {}}
         for _ in range(args.reps):
             for name, lib in (("A", args.lib_a), ("B", args.lib_b)):
-                for p, v in run(args.flashlab, lib, b, s, h, d, causal, args.iters, args.impl).items():
+                for p, v in run(args.flashlab, lib, b, s, h, d, causal, args.iters, args.impl,
+                                     backward=not args.forward_only).items():
                     ms[name].setdefault(p, []).append(v)
-        for p in ("forward", "backward"):
+        for p in passes:
             a, bb = statistics.median(ms["A"][p]), statistics.median(ms["B"][p])
             rows.append((d, s, causal, p, a, bb, bb / a))
             print(f"[{n}/{len(points)} {time.time() - t0:4.0f}s] d{d} s{s} {'causal' if causal else 'full'} {p}: "
                   f"A {a:.3f} ms, B {bb:.3f} ms, B/A {bb / a:.3f}", flush=True)
     lines = ["| hdim | seqlen | causal | pass | A ms | B ms | B/A |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {d} | {s} | {int(c)} | {p} | {a:.3f} | {b:.3f} | {r:.3f} |" for d, s, c, p, a, b, r in rows]
-    for p in ("forward", "backward"):
+    for p in passes:
         rs = [r for *_, pp, _, _, r in rows if pp == p]
         lines.append(f"- {p}: B/A median {statistics.median(rs):.3f}, range {min(rs):.3f}-{max(rs):.3f}, "
                      f"within ±2 % at {sum(abs(r - 1) <= 0.02 for r in rs)}/{len(rs)} points")

@@ -94,14 +94,15 @@ struct BwdTraits {
                 "setmaxnreg would ask for more registers than the launch allocated (a hang)");
   // dSᵀ (and D 256's Pᵀ) to shared memory by stmatrix rather than 4-byte stores. Same-call A/B on
   // the H100 (tools/ab_libs.py, docs/perf.md session 13): D 64 3-11 % faster, D 256 2-2.5 %, D 128
-  // 4 % slower at 16k non-causal (twice) and neutral elsewhere, so D 128 keeps the 4-byte stores;
-  // D 96 was not measured and keeps them too.
-  static constexpr bool kStsmDs = kHeadDim <= 64 || kWide;
+  // alone 4 % slower at 16k non-causal and neutral elsewhere. D 128 takes it together with
+  // kUniformWarpGroup (session 27, H200, tools/ab_libs.py both orders: 0.6-3 % faster at 8 of 10
+  // points and at 16k non-causal +0.6 % in the second run). D 96 was not measured.
+  static constexpr bool kStsmDs = kHeadDim <= 64 || kHeadDim == 128 || kWide;
   // The consumer warpgroup's index as a warp-uniform value (flash_bwd_kernel.h, consume): the
   // wgmma descriptors then stay in uniform registers. Same-call CLI A/B on the H100, three reps
-  // (perf.md, session 19): D 96 +7 to +11 % (16k, 8k causal, 2k), D 128 1-2 % slower, D 64 and
-  // D 256 mixed within noise; so D 96 only.
-  static constexpr bool kUniformWarpGroup = kHeadDim == 96;
+  // (perf.md, session 19): D 96 +7 to +11 % (16k, 8k causal, 2k), D 128 alone 1-2 % slower, D 64
+  // and D 256 mixed within noise. D 96, and D 128 with stmatrix (above).
+  static constexpr bool kUniformWarpGroup = kHeadDim == 96 || kHeadDim == 128;
   // dQ split across the warpgroups along the head dim where each half is whole swizzle atoms.
   static constexpr bool kDqSplit = (kHeadDim / 2) % 64 == 0;
   static constexpr int kDqCols = kDqSplit ? kHeadDim / 2 : kHeadDim;  // dQ columns per warpgroup

@@ -19,12 +19,18 @@
 //                so one warpgroup's softmax runs while the other's products use the tensor cores
 //   kOverlap     inside a warpgroup, Q·K(n) and P(n+1)·V(n+1) are in flight together and the
 //                softmax of block n runs between their waits (O is rescaled after P·V retired)
-// Per key block n (last to first), kOverlap:
-//   issue S = Q·K(n); issue O += P·V(n+1)         one wgmma batch each, committed in this order
+// Per key block n (last to first), kOverlap (FlashAttention-3's order; hdim 256 rescales after
+// wait<0> instead, kRescaleUnderQK):
+//   issue S = Q·K(n)                              one wgmma batch
+//   O *= α(n+1) (OnlineSoftmax::rescale), while Q·K(n) runs; wait for V(n+1)
+//   issue O += P·V(n+1)                           a second batch, committed after the first
 //   wait<1> (S done) -> release K(n)
-//   S = variant(S); m, l, P, α = softmax stats    OnlineSoftmax::update_stats
+//   S = variant(S); m, l, P, α(n) = softmax stats OnlineSoftmax::update_stats
 //   wait<0> (P·V done) -> release V(n+1)
-//   O *= α; P = bf16(S)                           OnlineSoftmax::rescale
+//   P = bf16(S)
+// (Until session 27 O was rescaled after wait<0>, when this warpgroup's products had retired:
+// the FMULs then sat between two issues instead of under a running product; 1-2 % slower, H200,
+// docs/perf.md "session 27".)
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -85,6 +91,12 @@ struct FlashFwdKernel {
   // tiles wider than 128 keys (hdim 128's 128 x 176, hdim 96's 128 x 192) inline it; the others
   // compile to the same SASS as before (operator() is inlined into the kernel always).
   static constexpr bool kInlineConsumer = kBlockN > 128;
+  // kOverlap: O *= α and the V wait between the Q·K and P·V issues (FlashAttention-3's order, 1-2 %
+  // faster at hdim 64 and 128, docs/perf.md session 27), or after wait<0> (the order before). At
+  // hdim 256 (128 x 80, O = 128 registers a thread, consume() a call) ptxas injects
+  // warpgroup.arrive (C7519) for the rescale inside the issue window, so that bucket keeps the
+  // order before.
+  static constexpr bool kRescaleUnderQK = kHeadDim <= 192;
   using PipelineK = typename Mainloop::PipelineK;
   using PipelineV = typename Mainloop::PipelineV;
   using PipelineState = typename Mainloop::PipelineState;
@@ -302,9 +314,16 @@ struct FlashFwdKernel {
       auto step_overlap = [&](int n_block, auto mask_flag) __attribute__((always_inline)) {
         constexpr bool kMask = decltype(mask_flag)::value;
         pipeline_k.consumer_wait(state_k);
-        pipeline_v.consumer_wait(state_v);
+        if constexpr (!kRescaleUnderQK) pipeline_v.consumer_wait(state_v);
         issue([&] {
           mainloop.issue_qk(state_k.index(), acc_s);
+          // O *= α(n + 1) while Q·K(n) runs (it touches S only), before P(n + 1)·V(n + 1) adds to
+          // O; the V wait here too, so Q·K(n) never waits for V(n + 1). After the first block, α
+          // is 0 and O still 0.
+          if constexpr (kRescaleUnderQK) {
+            softmax.rescale(o, alpha);
+            pipeline_v.consumer_wait(state_v);
+          }
           mainloop.issue_pv(state_v.index(), tOrP, acc_o);
         });
         warpgroup_wait<1>();  // S = Q·K(n) done; P·V(n + 1) may still run
@@ -315,7 +334,7 @@ struct FlashFwdKernel {
         warpgroup_wait<0>();  // P·V(n + 1) done: O and P's registers are free again
         pipeline_v.consumer_release(state_v);
         ++state_v;
-        softmax.rescale(o, alpha);
+        if constexpr (!kRescaleUnderQK) softmax.rescale(o, alpha);
         convert_into(acc_s, p16);
       };
       // !kOverlap: each product waited for at once (FlashAttention-3's stages 1-3).
@@ -372,6 +391,7 @@ struct FlashFwdKernel {
       if constexpr (Traits::kSeparateO) release_q(smem);
       if constexpr (kOverlap) {  // the last block's P·V
         pipeline_v.consumer_wait(state_v);
+        if constexpr (kRescaleUnderQK) softmax.rescale(o, alpha);
         issue([&] { mainloop.issue_pv(state_v.index(), tOrP, acc_o); });
         warpgroup_wait<0>();
         pipeline_v.consumer_release(state_v);
