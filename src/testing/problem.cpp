@@ -64,12 +64,35 @@ void HostTensor::fill_nan() {
 }
 
 namespace {
+// Tensors of at least this many elements (the CLI's benchmark shapes: b1 h16 s16k d128 is 33.5 M)
+// are filled on every core; smaller ones (every test's) draw from the problem's one generator as
+// before, so their values are unchanged. One sequential fill of the four 33.5 M tensors took ~3 s of
+// each `flashlab bench` call, most of a device A/B's time (tools/ab_libs.py, session 27).
+constexpr int64_t kParallelFillElements = int64_t(1) << 22;
+constexpr int64_t kFillChunkRows = 64;
+
 void fill_normal(HostTensor& t, std::mt19937_64& rng, float scale) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t b = 0; b < t.batch; ++b)
-    for (int64_t r = 0; r < t.rows; ++r)
+  const int64_t rows = t.batch * t.rows;
+  if (rows * t.heads * t.dim < kParallelFillElements) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t b = 0; b < t.batch; ++b)
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t h = 0; h < t.heads; ++h)
+          for (int64_t d = 0; d < t.dim; ++d) t.set(b, r, h, d, scale * dist(rng));  // set() rounds
+    return;
+  }
+  // A generator per chunk of kFillChunkRows rows, seeded from one draw of the problem's generator
+  // and the chunk's index: the values depend on the seed only, not on the thread count.
+  const uint64_t base = rng();
+  const int64_t chunks = (rows + kFillChunkRows - 1) / kFillChunkRows;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::mt19937_64 gen(base + static_cast<uint64_t>(c) * 0x9E3779B97F4A7C15ull);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t i = c * kFillChunkRows; i < std::min(rows, (c + 1) * kFillChunkRows); ++i)
       for (int64_t h = 0; h < t.heads; ++h)
-        for (int64_t d = 0; d < t.dim; ++d) t.set(b, r, h, d, scale * dist(rng));  // set() rounds
+        for (int64_t d = 0; d < t.dim; ++d) t.set(i / t.rows, i % t.rows, h, d, scale * dist(gen));
+  }
 }
 }  // namespace
 
