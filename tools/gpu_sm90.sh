@@ -50,7 +50,7 @@
 #               PROFILE_SHAPE through benchmarks/sdpa_flash_once.py -> $OUT/ncu_peer_*.txt and
 #               $OUT/ncu_peer_table.md (needs no build-carry)
 #     kv-profile  ncu on the KV-cache kernels: the decode tile kernel (CLI, B 32 GQA 32/8 hdim 128, L 4k and
-#               64k, auto splits) and the rotary append (test_cuda_kvcache AppendBandwidth) with the metrics of
+#               64k, auto splits; KV_PROFILE_PAGES, e.g. "0 16 1": page sizes, 0 = contiguous, the default) and the rotary append (test_cuda_kvcache AppendBandwidth) with the metrics of
 #               tools/gpu_check.sh's profile phase -> $OUT/ncu_kv_*.txt, $OUT/ncu_kv_table.md; SASS hot spots of
 #               the rotary append (tools/sass_hotspots.py) -> $OUT/sass_append_hot.txt
 #     ablation  hdim 128 bf16 rebuilt with -DFLASHLAB_SM90_ABLATION; python -m flashlab.bench at
@@ -304,12 +304,15 @@ if has kv-profile; then
   metrics=$(ncu_metrics)
   metrics+=",lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
   files=()
-  for L in 4096 65536; do
-    timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:decode_tile_kernel' -c 1 "$BIN/flashlab" bench \
-      --decode --impl cuda_sm80 --batch 32 --heads 32 --heads-kv 8 --head-dim 128 --cache-len $L --warmup 0 --iters 1 \
-      --no-check --quiet > "$OUT/ncu_kv_decode_$L.txt" 2>&1
-    echo "ncu decode L $L rc $?"
-    files+=("$OUT/ncu_kv_decode_$L.txt")
+  for P in ${KV_PROFILE_PAGES:-0}; do
+    for L in 4096 65536; do
+      tag=$L; [ "$P" = 0 ] || tag=${L}_page$P
+      timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled -k 'regex:decode_tile_kernel' -c 1 "$BIN/flashlab" bench \
+        --decode --impl cuda_sm80 --batch 32 --heads 32 --heads-kv 8 --head-dim 128 --cache-len $L --page-size $P \
+        --warmup 0 --iters 1 --no-check --quiet > "$OUT/ncu_kv_decode_$tag.txt" 2>&1
+      echo "ncu decode L $L page $P rc $?"
+      files+=("$OUT/ncu_kv_decode_$tag.txt")
+    done
   done
   # AppendBandwidth's case 1: 1024 new tokens per sequence, contiguous, NeoX rotary over the whole head.
   FLASHLAB_KV_BENCH=1 FLASHLAB_KV_APPEND_ONLY=1 timeout 200 ncu --metrics "$metrics" --kernel-name-base demangled \
