@@ -109,20 +109,12 @@ struct DecodeProblem {
 
   explicit DecodeProblem(const BenchOptions& o) {
     std::mt19937_64 rng(o.seed);
-    // N(0, 1), rounded to the dtype by set(). One generator per (tensor, batch row or page), seeded
-    // from --seed, so the fill runs on every core (a 64k cache of B 32 is 4 G elements) and the
-    // values do not depend on the thread count.
+    // N(0, 1), rounded to the dtype, on every core (a 64k cache of B 32 is 4 G elements), seeded
+    // from --seed and the tensor (HostTensor::fill_normal_parallel: values independent of the
+    // thread count).
     int tensor_id = 0;
     auto fill = [&](testing::HostTensor* t) {
-      const uint64_t base = o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(++tensor_id) * 0x100000001B3ull;
-#pragma omp parallel for schedule(dynamic)
-      for (int64_t b = 0; b < t->batch; ++b) {
-        std::mt19937_64 gen(base + static_cast<uint64_t>(b));
-        std::normal_distribution<float> n01(0.f, 1.f);
-        for (int64_t r = 0; r < t->rows; ++r)
-          for (int64_t h = 0; h < t->heads; ++h)
-            for (int64_t d = 0; d < t->dim; ++d) t->set(b, r, h, d, n01(gen));
-      }
+      t->fill_normal_parallel(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(++tensor_id) * 0x100000001B3ull);
     };
     q.allocate(o.dtype, o.batch, o.seqlen_q, o.heads, o.head_dim, 0);
     out.allocate(o.dtype, o.batch, o.seqlen_q, o.heads, o.head_dim, 0);

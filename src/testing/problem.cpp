@@ -63,36 +63,40 @@ void HostTensor::fill_nan() {
   for (int64_t i = 0; i < n; ++i) store_from_float(dtype, bytes.data() + i * es, nan);
 }
 
-namespace {
-// Tensors of at least this many elements (the CLI's benchmark shapes: b1 h16 s16k d128 is 33.5 M)
-// are filled on every core; smaller ones (every test's) draw from the problem's one generator as
-// before, so their values are unchanged. One sequential fill of the four 33.5 M tensors took ~3 s of
-// each `flashlab bench` call, most of a device A/B's time (tools/ab_libs.py, session 27).
-constexpr int64_t kParallelFillElements = int64_t(1) << 22;
-constexpr int64_t kFillChunkRows = 64;
-
-void fill_normal(HostTensor& t, std::mt19937_64& rng, float scale) {
-  const int64_t rows = t.batch * t.rows;
-  if (rows * t.heads * t.dim < kParallelFillElements) {
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (int64_t b = 0; b < t.batch; ++b)
-      for (int64_t r = 0; r < t.rows; ++r)
-        for (int64_t h = 0; h < t.heads; ++h)
-          for (int64_t d = 0; d < t.dim; ++d) t.set(b, r, h, d, scale * dist(rng));  // set() rounds
-    return;
-  }
-  // A generator per chunk of kFillChunkRows rows, seeded from one draw of the problem's generator
-  // and the chunk's index: the values depend on the seed only, not on the thread count.
-  const uint64_t base = rng();
-  const int64_t chunks = (rows + kFillChunkRows - 1) / kFillChunkRows;
+void HostTensor::fill_normal_parallel(uint64_t seed, float scale) {
+  constexpr int64_t kChunkRows = 64;
+  const int64_t total_rows = batch * rows;
+  const int64_t chunks = (total_rows + kChunkRows - 1) / kChunkRows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t c = 0; c < chunks; ++c) {
-    std::mt19937_64 gen(base + static_cast<uint64_t>(c) * 0x9E3779B97F4A7C15ull);
+    std::mt19937_64 gen(seed + static_cast<uint64_t>(c) * 0x9E3779B97F4A7C15ull);
     std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (int64_t i = c * kFillChunkRows; i < std::min(rows, (c + 1) * kFillChunkRows); ++i)
-      for (int64_t h = 0; h < t.heads; ++h)
-        for (int64_t d = 0; d < t.dim; ++d) t.set(i / t.rows, i % t.rows, h, d, scale * dist(gen));
+    for (int64_t i = c * kChunkRows; i < std::min(total_rows, (c + 1) * kChunkRows); ++i) {
+      const int64_t b = i / rows, r = i % rows;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < dim; ++d) set(b, r, h, d, scale * dist(gen));  // set() rounds
+    }
   }
+}
+
+namespace {
+// Tensors of at least this many elements (the CLI's benchmark shapes: b1 h16 s16k d128 is 33.5 M)
+// are filled on every core, from one draw of the problem's generator; smaller ones (every test's)
+// draw from that generator itself as before, so their values are unchanged. One sequential fill of
+// the four 33.5 M tensors took ~3 s of each `flashlab bench` call, most of a device A/B's time
+// (tools/ab_libs.py, session 27).
+constexpr int64_t kParallelFillElements = int64_t(1) << 22;
+
+void fill_normal(HostTensor& t, std::mt19937_64& rng, float scale) {
+  if (t.batch * t.rows * t.heads * t.dim >= kParallelFillElements) {
+    t.fill_normal_parallel(rng(), scale);
+    return;
+  }
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t b = 0; b < t.batch; ++b)
+    for (int64_t r = 0; r < t.rows; ++r)
+      for (int64_t h = 0; h < t.heads; ++h)
+        for (int64_t d = 0; d < t.dim; ++d) t.set(b, r, h, d, scale * dist(rng));  // set() rounds
 }
 }  // namespace
 

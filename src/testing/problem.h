@@ -61,6 +61,10 @@ struct HostTensor {
   float get(int64_t b, int64_t r, int64_t h, int64_t d) const;
   void set(int64_t b, int64_t r, int64_t h, int64_t d, float v);
   void fill_nan();  // every byte pattern of the buffer, padding included, becomes NaN
+  // N(0, scale²) values rounded to the dtype, on every core (OpenMP): a generator per chunk of 64
+  // rows (over batch x rows), seeded from `seed` and the chunk's index, so the values depend on the
+  // seed only, not on the thread count. For the large inputs of the CLI's benchmarks.
+  void fill_normal_parallel(uint64_t seed, float scale = 1.0f);
   double max_abs_value() const;  // max |x| over the logical elements (padding excluded)
   TensorRef ref() const { return TensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
   MutTensorRef mut() { return MutTensorRef{data(), batch_stride, row_stride, head_stride, 1}; }
