@@ -191,6 +191,13 @@ std::vector<OptionSpec> bench_options(BenchOptions* o) {
       {"--decode", false, flag(&o->decode)},
       {"--cache-len", true, int_opt(&o->cache_len)},
       {"--page-size", true, int_opt(&o->page_size)},
+      {"--page-order", true,
+       [o](const std::string& opt, const std::string& v) {
+         if (v != "shuffled" && v != "sequential")
+           return Status::Invalid(opt + ": '" + v + "' is not shuffled or sequential");
+         o->pages_in_order = v == "sequential";
+         return Status::Ok();
+       }},
       {"--splits", true, int_opt(&o->splits)},
       {"--json", false, flag(&o->json)},
       {"--quiet", false, flag(&o->quiet)},
@@ -210,11 +217,11 @@ bool was_given(const BenchOptions& o, const char* name) {
 // than silently ignored. Without --decode the cache options are refused the same way.
 Status check_decode_options(BenchOptions* o) {
   static const char* const kDecodeOptions[] = {
-      "--decode", "--cache-len", "--page-size", "--splits", "--batch", "--heads",  "--heads-kv", "--head-dim",
+      "--decode", "--cache-len", "--page-size", "--page-order", "--splits", "--batch", "--heads",  "--heads-kv", "--head-dim",
       "--seqlen", "--seqlen-q",  "--dtype",     "--impl",  "--warmup", "--iters",    "--threads",
       "--seed",   "--tol",       "--no-check",  "--json",  "--quiet",  "--help",     "-h"};
   if (!o->decode) {
-    for (const char* name : {"--cache-len", "--page-size", "--splits"})
+    for (const char* name : {"--cache-len", "--page-size", "--page-order", "--splits"})
       if (was_given(*o, name)) return Status::Invalid(std::string(name) + " needs --decode");
     return Status::Ok();
   }
@@ -331,6 +338,9 @@ decode mode (attention_with_kvcache, reports TB/s of K/V read; docs/cli.md):
                        (cuda_sm80) in a CUDA build on a GPU
   --cache-len L        cached keys per sequence (default 4096)
   --page-size P        0 = contiguous cache (default), P > 0 = paged cache, shuffled page table
+  --page-order O       shuffled (default: neighbouring pages far apart, as in a long-running
+                       server) or sequential (page table 0, 1, 2, ...: the paged kernel's cost
+                       without the scattered addresses)
   --splits N           splits of the keys: 0 = the library's choice (default), N > 0 forced
 output:
   --json               one JSON document on stdout instead of the table

@@ -58,6 +58,7 @@ struct BenchOptions {
   bool decode = false;
   int64_t cache_len = 4096;  // keys per sequence, every sequence filled to it
   int64_t page_size = 0;     // 0: contiguous cache; > 0: paged, a shuffled page table
+  bool pages_in_order = false;  // --page-order sequential: page table 0, 1, 2, ... (locality probe)
   int64_t splits = 0;        // splits of the keys: 0 = the library's choice (auto), N > 0 forced
 
   // --- output

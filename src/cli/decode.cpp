@@ -125,7 +125,7 @@ struct DecodeProblem {
       num_pages = o.batch * max_pages;
       block_table.resize(static_cast<size_t>(num_pages));
       std::iota(block_table.begin(), block_table.end(), 0);
-      std::shuffle(block_table.begin(), block_table.end(), rng);  // neighbours are far apart
+      if (!o.pages_in_order) std::shuffle(block_table.begin(), block_table.end(), rng);  // neighbours far apart
       k_cache.allocate(o.dtype, num_pages, o.page_size, o.heads_kv, o.head_dim, 0);
       v_cache.allocate(o.dtype, num_pages, o.page_size, o.heads_kv, o.head_dim, 0);
     } else {

@@ -254,7 +254,8 @@ std::string decode_shape(const BenchOptions& o, const DecodeReport& r) {
                   std::to_string(o.heads_kv) + " d" + std::to_string(o.head_dim) + " " +
                   to_string(o.dtype);
   if (o.page_size > 0)
-    s += " paged(page " + std::to_string(o.page_size) + ", " + std::to_string(r.num_pages) + " pages, shuffled)";
+    s += " paged(page " + std::to_string(o.page_size) + ", " + std::to_string(r.num_pages) + " pages, " +
+         (o.pages_in_order ? "sequential)" : "shuffled)");
   else
     s += " contiguous";
   return s + (o.splits > 0 ? " splits " + std::to_string(o.splits) : "");
@@ -310,7 +311,8 @@ void print_decode_json(const DecodeReport& r, std::ostream& os) {
      << ",\n";
   os << "  \"config\": {\"batch\": " << o.batch << ", \"seqlen_q\": " << o.seqlen_q
      << ", \"cache_len\": " << o.cache_len << ", \"page_size\": " << o.page_size
-     << ", \"num_pages\": " << r.num_pages << ", \"heads_q\": " << o.heads
+     << ", \"num_pages\": " << r.num_pages << ", \"pages_in_order\": " << (o.pages_in_order ? "true" : "false")
+     << ", \"heads_q\": " << o.heads
      << ", \"heads_kv\": " << o.heads_kv << ", \"head_dim\": " << o.head_dim
      << ", \"dtype\": " << jstr(to_string(o.dtype)) << ", \"seed\": " << o.seed
      << ", \"threads\": " << r.threads << ", \"warmup\": " << o.warmup << ", \"iters\": " << o.iters

@@ -28,8 +28,9 @@
 // in time; ncu, H100, B 32 GQA 32/8 L 64k: 908 M instructions before these, 331 M after, and the
 // kernel 2.85 -> 2.76 ms; docs/perf.md, "Decode: the tile kernel's instructions"):
 //   - contiguous caches (kPaged false) copy from a per-thread pointer moved on by the row stride:
-//     no per-key index math; paged caches read the page table one tile ahead (fetch_pages), with
-//     the page division a multiply-high (FastDiv), so a copy never waits on its table read;
+//     no per-key index math; paged caches translate a tile's rows through the page table once per
+//     row, tiles ahead, into shared memory (read_entry / store_entry; the page division a multiply-high,
+//     FastDiv), so a copy reads its row's offset and never waits on a table read;
 //   - Q's A fragments stay in registers (hdim <= 128);
 //   - a tile every real row sees in full, without softcap or ALiBi ("interior"), skips the per-key
 //     mask and score chain;
@@ -114,6 +115,10 @@ struct TileSmem {
     struct {
       alignas(16) uint16_t k[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
       alignas(16) uint16_t v[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
+      // Paged caches: the element offsets (K, V) of a tile's rows, page table already applied,
+      // written a tile ahead by the CTA together (one row each) and read by every copying thread
+      // (page_offsets in the kernel); a ring of a slot per stage.
+      alignas(16) int64_t off[kShape.stages][kShape.block_n][2];  // (stages, block_n, K | V)
     } kv;
     struct {                       // after the loop: the key warps' softmax states for merge_and_store
       float m[kKeyWarps * kRows];  // (key warps, kRows)
@@ -293,20 +298,49 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     k_pass = kRowsPerPass * p.k_row_stride;
     v_pass = kRowsPerPass * p.v_row_stride;
   }
-  // Paged: the (page, slot within it) of this thread's rows of the next tile to load, read from
-  // the page table one tile ahead, so a copy never waits on its table read.
-  int page_next[kPaged ? kPasses : 1], within_next[kPaged ? kPasses : 1];
-  auto fetch_pages = [&](int tile, int rows_in) __attribute__((always_inline)) {
-#pragma unroll
-    for (int it = 0; it < (kPaged ? kPasses : 0); ++it) {
-      int64_t block = 0, within = 0;
-      if (it * kRowsPerPass < rows_in)
-        slot_place(p, b, lp + k_begin + int64_t(tile) * kBlockN + r0 + it * kRowsPerPass, &block, &within);
-      page_next[it] = static_cast<int>(block);  // an int32 page-table entry
-      within_next[it] = static_cast<int>(within);  // < page_size (an int)
+  // Paged: a row's source is its page's and varies per row (a page may hold one slot). The CTA
+  // translates a tile's rows once, thread e < 2 · kBlockN taking (row e % kBlockN, K or V), into
+  // sm.kv.off, and a copying thread reads its rows' offsets from there: one table read, division
+  // and 64-bit offset per row, not per (row, chunk). Before (each thread translating its own rows,
+  // per chunk) the paged kernel ran 2.5x the contiguous kernel's instructions and topped out at
+  // 3.0-3.35 TB/s on the H200, 0.75 of contiguous, with shuffled and in-order page tables alike
+  // (docs/perf.md, session 28). Tile `tile` goes to slot tile % kStages. The prologue translates
+  // tiles 0 .. kStages - 1; loop iteration `tile` stores tile + kStages's offsets (into the slot
+  // whose tile was loaded before that iteration's barrier, visible at the next one) from the page
+  // entry read an iteration earlier, and reads tile + kStages + 1's: the table read's latency hides
+  // behind a tile's work instead of stalling the storing warp. Rows past k_end are not translated
+  // (never read).
+  static_assert(2 * kBlockN <= kThreadsCta, "a (row, K or V) entry per thread");
+  const T* kg_c = kg + int64_t(hk) * p.k_head_stride + c * 8;  // this thread's chunk of kv head hk
+  const T* vg_c = vg + int64_t(hk) * p.v_head_stride + c * 8;
+  const int entry_row = tid % kBlockN;
+  const bool entry_v = tid >= kBlockN, entry_thread = kPaged && tid < 2 * kBlockN;
+  int entry_block = 0, entry_within = 0;  // the page entry of this thread's row of the next tile to store
+  auto entry_in = [&](int tile) __attribute__((always_inline)) {
+    return entry_thread && k_begin + int64_t(tile) * kBlockN + entry_row < k_end;
+  };
+  auto read_entry = [&](int tile) __attribute__((always_inline)) {
+    if (entry_in(tile)) {
+      int64_t block, within;
+      slot_place(p, b, lp + k_begin + int64_t(tile) * kBlockN + entry_row, &block, &within);
+      entry_block = static_cast<int>(block);  // an int32 page-table entry
+      entry_within = static_cast<int>(within);  // < page_size (an int)
     }
   };
-  if constexpr (kPaged) fetch_pages(0, rows_next);
+  auto store_entry = [&](int tile) __attribute__((always_inline)) {
+    if (entry_in(tile))
+      sm.kv.off[tile % kStages][entry_row][entry_v] =
+          entry_v ? int64_t(entry_block) * p.v_batch_stride + int64_t(entry_within) * p.v_row_stride
+                  : int64_t(entry_block) * p.k_batch_stride + int64_t(entry_within) * p.k_row_stride;
+  };
+  if constexpr (kPaged) {
+#pragma unroll
+    for (int s = 0; s <= kStages; ++s) {
+      read_entry(s);
+      if (s < kStages) store_entry(s);
+    }
+    __syncthreads();
+  }
   // Tiles are loaded in order (0, 1, 2, ...): each call moves the sources on by a tile.
   auto load_tile = [&](int tile) __attribute__((always_inline)) {
     const int stage = tile % kStages;
@@ -320,9 +354,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       const T* vs = vg;
       if (fill) {
         if constexpr (kPaged) {
-          const int64_t block = page_next[it], within = within_next[it];
-          ks = kg + block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
-          vs = vg + block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
+          const longlong2 o = *reinterpret_cast<const longlong2*>(sm.kv.off[stage][r]);
+          ks = kg_c + o.x;
+          vs = vg_c + o.y;
         } else {
           ks = kp;
           vs = vp;
@@ -340,7 +374,6 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     k_next = kp;
     v_next = vp;
     rows_next -= kBlockN;
-    if constexpr (kPaged) fetch_pages(tile + 1, rows_next);
   };
 
   // This warp's online softmax over its keys: m, l per row (l summed over the quad at the end);
@@ -441,6 +474,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     __syncthreads();
     if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1);
     cp_async_commit();
+    if constexpr (kPaged) {
+      store_entry(tile + kStages);
+      read_entry(tile + kStages + 1);
+    }
     const uint16_t* ks = sm.kv.k[tile % kStages];
     const uint16_t* vs = sm.kv.v[tile % kStages];
 
