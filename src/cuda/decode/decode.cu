@@ -155,7 +155,7 @@ int tile_smem_bytes(const KvCacheParams& p, int sm_count) {
 
 // The kernel a call runs: the chosen one, except that the tile kernel needs its shared memory
 // (sm_80 / sm_90 allow 163 / 227 KiB a block; sm_86 / sm_89 99 KiB, less than hdim 128 / 256's
-// 100 / 104 KiB: those run v5).
+// 103 / 105.5 KiB: those run v5).
 DecodeKernel effective_kernel(const KvCacheParams& p, const common::DeviceFacts& facts) {
   const DecodeKernel k = decode_kernel();
   return k == DecodeKernel::kTile && tile_smem_bytes(p, facts.sm_count) > facts.smem_optin ? DecodeKernel::kV5 : k;

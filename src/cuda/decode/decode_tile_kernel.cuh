@@ -64,13 +64,14 @@ constexpr int kTileRows = 16;  // query rows per CTA: the M of mma.m16n8k16 (v5:
 //   warps:      each warp takes 16 keys of a tile (one k-step of P·V) and col_split warps take the
 //               same 16 keys, each for 1 / col_split of O's columns (S is computed by each of them):
 //               block_n = 16 · warps / col_split.
-//   d <= 64:    4 warps, 64 keys, 4 stages: 16 KiB a stage, 66 KiB of shared memory, 3 CTAs per SM
-//               (48 KiB in flight per CTA). ptxas sm_90a: 137 registers (paged 141), no spill.
-//   d <= 128:   4 warps, 64 keys, 3 stages: 32 KiB a stage, 100 KiB, 2 CTAs per SM (64 KiB in flight
-//               per CTA). A 4th stage would leave 1 CTA per SM. ptxas: 207 registers (paged 213), no
+//   d <= 64:    4 warps, 64 keys, 4 stages: 16 KiB a stage, 70 KiB of shared memory (the paged row
+//               offsets' ring included), 3 CTAs per SM (48 KiB in flight per CTA). ptxas sm_90a
+//               (bf16, session 28): 140 registers (paged 149), no spill.
+//   d <= 128:   4 warps, 64 keys, 3 stages: 32 KiB a stage, 103 KiB, 2 CTAs per SM (64 KiB in flight
+//               per CTA). A 4th stage would leave 1 CTA per SM. ptxas: 207 registers (paged 214), no
 //               spill.
-//   d <= 256:   4 warps in 2 column halves, 32 keys, 3 stages: 32 KiB a stage, 104 KiB, 2 CTAs per
-//               SM; ptxas: 209 registers (paged 214), no spill. Without the column split a warp holds O as
+//   d <= 256:   4 warps in 2 column halves, 32 keys, 3 stages: 32 KiB a stage, 105.5 KiB, 2 CTAs per
+//               SM; ptxas: 213 registers (paged 204), no spill. Without the column split a warp holds O as
 //               16 x 256 fp32 (128 registers a thread): ptxas capped at 255 registers and spilled
 //               (2 warps, 32 keys: 24 bytes).
 // min_blocks is what ptxas is asked for (__launch_bounds__): the CTAs per SM that shared memory
