@@ -262,6 +262,7 @@ Status select_decode_impls(const BenchOptions& o, DecodeReport* r, std::vector<I
                            " (the default decode run times the CUDA KV-cache kernels once, as cuda_sm80)");
       continue;
 #else
+      (void)r;  // notes are only for the CUDA rows
       if (o.impls_explicit)
         return Status::Unsupported(std::string("--impl ") + info.name + ": this build has no CUDA decode path");
       continue;
