@@ -9,6 +9,10 @@ build with itself.
 
   python3 tools/ab_libs.py --flashlab build-carry/bin/flashlab --lib-a /tmp/libA --lib-b build-carry/lib \\
       [--impl cuda_sm90] [--forward-only] [--hdims 64,128,256] [--seqlens 512,...,16384] [--reps 2] [--iters 10] [--md out.md]
+  python3 tools/ab_libs.py --lib-a /tmp/libA --lib-b /tmp/libB --decode 128:1024:0,128:4096:16 [--iters 100]
+
+--decode D:L:P,...: decode points instead of the grid (`flashlab bench --decode`, B 32, GQA 32/8,
+head dim D, cache length L, page size P, 0 = contiguous; impl cuda_sm80 unless --impl names one).
 
 Grid as benchmarks/sdpa_grid.py (bf16, batch = 16384/seqlen, heads = 2048/hdim, causal and not,
 forward and backward). Prints a line per point as it goes, then a markdown table: the median of
@@ -36,6 +40,49 @@ def run(binary, lib, b, s, h, d, causal, iters, impl="cuda_sm80", backward=True)
     return {row["pass"]: row["ms_median"] for row in doc["rows"] if row["ms_median"] is not None}
 
 
+def run_decode(binary, lib, d, L, P, iters, impl):
+    cmd = [binary, "bench", "--decode", "--json", "--quiet", "--no-check", "--impl", impl, "--batch", "32",
+           "--heads", "32", "--heads-kv", "8", "--head-dim", str(d), "--cache-len", str(L), "--page-size", str(P),
+           "--warmup", "10", "--iters", str(iters)]
+    env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"flashlab bench --decode failed with {lib}: {(r.stderr or r.stdout)[-400:]}")
+    times = [row["ms_median"] for row in doc["rows"] if row["ms_median"] is not None]
+    if not times:
+        sys.exit(f"flashlab bench --decode timed nothing with {lib} ({impl}): {doc['rows']}")
+    return times[0], doc["kv_bytes"]
+
+
+def decode_main(args):
+    points = [tuple(map(int, p.split(":"))) for p in args.decode.split(",")]
+    impl = args.impl
+    print(f"A = {args.lib_a}, B = {args.lib_b}; decode, {len(points)} points x {args.reps} rounds, "
+          f"median of {args.iters} iters per run", flush=True)
+    lines = ["| hdim | cache | page | A TB/s | B TB/s | B/A time |", "|---|---|---|---|---|---|"]
+    ratios = []
+    for n, (d, L, P) in enumerate(points, 1):
+        ms = {"A": [], "B": []}
+        for rep in range(args.reps):
+            order = (("A", args.lib_a), ("B", args.lib_b))
+            for name, lib in (order if rep % 2 == 0 else order[::-1]):
+                t, kv_bytes = run_decode(args.flashlab, lib, d, L, P, args.iters, impl)
+                ms[name].append(t)
+        a, b = statistics.median(ms["A"]), statistics.median(ms["B"])
+        ratios.append(b / a)
+        tbs = lambda t: kv_bytes / (t * 1e-3) / 1e12
+        print(f"[{n}/{len(points)}] d{d} L{L} page {P}: A {tbs(a):.3f} TB/s, B {tbs(b):.3f} TB/s, "
+              f"B/A time {b / a:.3f}", flush=True)
+        lines.append(f"| {d} | {L} | {P} | {tbs(a):.3f} | {tbs(b):.3f} | {b / a:.3f} |")
+    lines.append(f"- B/A time median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
+    print("\n".join(lines))
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flashlab", default="build-carry/bin/flashlab")
@@ -48,8 +95,11 @@ def main():
     ap.add_argument("--impl", default="cuda_sm80", help="the implementation both builds run (e.g. cuda_sm90)")
     ap.add_argument("--forward-only", action="store_true", help="time the forward alone (a forward-only change)")
     ap.add_argument("--first", type=int, default=1, help="start at this point (1-based): resume a cut-off run")
+    ap.add_argument("--decode", default="", help="D:L:P,...: decode points (B 32, GQA 32/8) instead of the grid")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
+    if args.decode:
+        return decode_main(args)
     points = [(d, s, c) for d in map(int, args.hdims.split(",")) for c in (False, True)
               for s in map(int, args.seqlens.split(","))]
     print(f"A = {args.lib_a}, B = {args.lib_b}; {len(points)} points x {args.reps} rounds, "
