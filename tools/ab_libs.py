@@ -27,16 +27,21 @@ import sys
 import time
 
 
+def bench_json(cmd, lib):
+    """Run `flashlab bench ... --json` (cmd) with build `lib`'s library first on the library path."""
+    env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    try:
+        return json.loads(r.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"{' '.join(cmd[1:3])} failed with {lib}: {(r.stderr or r.stdout)[-400:]}")
+
+
 def run(binary, lib, b, s, h, d, causal, iters, impl="cuda_sm80", backward=True):
     cmd = [binary, "bench", "--json", "--quiet", "--no-check", "--no-sgemm", "--impl", impl, "--batch", str(b),
            "--seqlen", str(s), "--heads", str(h), "--head-dim", str(d), "--dtype", "bf16", "--iters", str(iters)]
     cmd += (["--backward"] if backward else []) + (["--causal"] if causal else [])
-    env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    try:
-        doc = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        sys.exit(f"flashlab bench failed with {lib}: {(r.stderr or r.stdout)[-400:]}")
+    doc = bench_json(cmd, lib)
     return {row["pass"]: row["ms_median"] for row in doc["rows"] if row["ms_median"] is not None}
 
 
@@ -44,12 +49,7 @@ def run_decode(binary, lib, d, L, P, iters, impl):
     cmd = [binary, "bench", "--decode", "--json", "--quiet", "--no-check", "--impl", impl, "--batch", "32",
            "--heads", "32", "--heads-kv", "8", "--head-dim", str(d), "--cache-len", str(L), "--page-size", str(P),
            "--warmup", "10", "--iters", str(iters)]
-    env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    try:
-        doc = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        sys.exit(f"flashlab bench --decode failed with {lib}: {(r.stderr or r.stdout)[-400:]}")
+    doc = bench_json(cmd, lib)
     times = [row["ms_median"] for row in doc["rows"] if row["ms_median"] is not None]
     if not times:
         sys.exit(f"flashlab bench --decode timed nothing with {lib} ({impl}): {doc['rows']}")
