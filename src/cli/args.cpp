@@ -232,6 +232,8 @@ Status check_decode_options(BenchOptions* o) {
       return Status::Invalid(g + " does not apply to --decode (decode mode times the forward of "
                                  "attention_with_kvcache on a full cache; see flashlab bench --help)");
   }
+  if (was_given(*o, "--page-order") && o->page_size == 0)
+    return Status::Invalid("--page-order needs a paged cache (--page-size P > 0)");
   // In decode mode --seqlen / --seqlen-q count the queries per sequence (default 1: one token).
   if (!was_given(*o, "--seqlen") && !was_given(*o, "--seqlen-q")) o->seqlen_q = 1;
   o->seqlen_k = o->cache_len;
@@ -340,7 +342,7 @@ decode mode (attention_with_kvcache, reports TB/s of K/V read; docs/cli.md):
   --page-size P        0 = contiguous cache (default), P > 0 = paged cache, shuffled page table
   --page-order O       shuffled (default: neighbouring pages far apart, as in a long-running
                        server) or sequential (page table 0, 1, 2, ...: the paged kernel's cost
-                       without the scattered addresses)
+                       without the scattered addresses); needs --page-size P > 0
   --splits N           splits of the keys: 0 = the library's choice (default), N > 0 forced
 output:
   --json               one JSON document on stdout instead of the table

@@ -117,8 +117,9 @@ struct TileSmem {
       alignas(16) uint16_t k[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
       alignas(16) uint16_t v[kShape.stages][kShape.block_n * kD];  // (stages, block_n, kD)
       // Paged caches: the element offsets (K, V) of a tile's rows, page table already applied,
-      // written a tile ahead by the CTA together (one row each) and read by every copying thread
-      // (page_offsets in the kernel); a ring of a slot per stage.
+      // written kStages tiles ahead by the CTA (a (row, K or V) per thread: read_entry / store_entry
+      // in the kernel) and read by every thread copying the row; a ring of a slot per stage.
+      // Contiguous caches leave it unused.
       alignas(16) int64_t off[kShape.stages][kShape.block_n][2];  // (stages, block_n, K | V)
     } kv;
     struct {                       // after the loop: the key warps' softmax states for merge_and_store
