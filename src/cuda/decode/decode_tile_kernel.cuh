@@ -513,25 +513,34 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     const int64_t tile_j0 = k_begin + int64_t(tile) * kBlockN;
     const bool interior = plain && tile_j0 >= all_lo && tile_j0 + kBlockN - 1 <= all_hi;
     const int64_t jw = tile_j0 + key0;
+    // One branch around the whole fragment, not one per score: with the test inside the element
+    // loops ptxas kept the interior flag per element (a predicate bit, BSSY, BRA, BSYNC around each
+    // multiply: ncu, session 28).
+    if (interior) {
+#pragma unroll
+      for (int n = 0; n < kNs; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] *= p.scale;
+    } else {
+#pragma unroll
+      for (int n = 0; n < kNs; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const RowKeys& rk = rows[e / 2];
+          const int64_t j = jw + 8 * n + 2 * t + (e & 1);
+          s[n][e] = (j >= rk.lo && j <= rk.hi)
+                        ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
+                        : -INFINITY;
+        }
+    }
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const RowKeys& rk = rows[h];
       float mx = m[h];
 #pragma unroll
       for (int n = 0; n < kNs; ++n)
 #pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          if (interior) {
-            s[n][e] *= p.scale;
-          } else {
-            const int64_t j = jw + 8 * n + 2 * t + (e & 1);
-            s[n][e] = (j >= rk.lo && j <= rk.hi)
-                          ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
-                          : -INFINITY;
-          }
-          mx = fmaxf(mx, s[n][e]);
-        }
+        for (int e = 2 * h; e < 2 * h + 2; ++e) mx = fmaxf(mx, s[n][e]);
       mx = common::quad_max(mx);  // a row's keys of an 8-key fragment lie in the 4 lanes of a quad
       alpha[h] = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
       const float base = mx == -INFINITY ? 0.0f : mx * kLog2e;  // nothing visible yet: every P is 0
