@@ -329,9 +329,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       entry_within = static_cast<int>(within);  // < page_size (an int)
     }
   };
-  auto store_entry = [&](int tile) __attribute__((always_inline)) {
+  auto store_entry = [&](int tile, int slot) __attribute__((always_inline)) {  // slot = tile % kStages
     if (entry_in(tile))
-      sm.kv.off[tile % kStages][entry_row][entry_v] =
+      sm.kv.off[slot][entry_row][entry_v] =
           entry_v ? int64_t(entry_block) * p.v_batch_stride + int64_t(entry_within) * p.v_row_stride
                   : int64_t(entry_block) * p.k_batch_stride + int64_t(entry_within) * p.k_row_stride;
   };
@@ -339,13 +339,12 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
     for (int s = 0; s <= kStages; ++s) {
       read_entry(s);
-      if (s < kStages) store_entry(s);
+      if (s < kStages) store_entry(s, s);
     }
     __syncthreads();
   }
   // Tiles are loaded in order (0, 1, 2, ...): each call moves the sources on by a tile.
-  auto load_tile = [&](int tile) __attribute__((always_inline)) {
-    const int stage = tile % kStages;
+  auto load_tile = [&](int stage) __attribute__((always_inline)) {  // the next tile's, tile % kStages
     const T* kp = k_next;
     const T* vp = v_next;
 #pragma unroll
@@ -400,9 +399,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   int wait_tile = n_tiles;  // no new key among this CTA's
   if (p.seqlen_new > 0 && new0 < k_end)
     wait_tile = new0 <= k_begin ? 0 : static_cast<int>((new0 - k_begin) / kBlockN);
-  auto load_tile_after_append = [&](int tile) __attribute__((always_inline)) {
+  auto load_tile_after_append = [&](int tile, int stage) __attribute__((always_inline)) {
     if (tile == wait_tile) ptx::grid_dependency_wait();  // uniform over the CTA
-    load_tile(tile);
+    load_tile(stage);
   };
   // With the append in this kernel (append_in_kernel: no append kernel ran, the waits are no-ops)
   // the CTA writes its new keys in the pipeline's prologue, once the tiles before the first holding
@@ -428,7 +427,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < append_tile) {
-      if (s < n_tiles) load_tile_after_append(s);
+      if (s < n_tiles) load_tile_after_append(s, s);
       cp_async_commit();
     }
   }
@@ -453,7 +452,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s >= append_tile) {
-      if (s < n_tiles) load_tile_after_append(s);
+      if (s < n_tiles) load_tile_after_append(s, s);
       cp_async_commit();
     }
   }
@@ -468,20 +467,22 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   }
   const int key0 = key_part * kWarpKeys;  // this warp's first key in a tile
   const int col0 = col_part * kDw;         // and its first O column
-  for (int tile = 0; tile < n_tiles; ++tile) {
+  // stage = tile % kStages, carried (a modulo by 3 is a multiply-high and more at every use)
+  for (int tile = 0, stage = 0; tile < n_tiles; ++tile, stage = stage == kStages - 1 ? 0 : stage + 1) {
+    const int load_stage = stage == 0 ? kStages - 1 : stage - 1;  // (tile + kStages - 1) % kStages
     cp_async_wait<kStages - 2>();
     if (appends && !fence_now && tile + kStages - 1 == wait_tile) __threadfence();  // the new keys' (above)
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
     // next load overwrites.
     __syncthreads();
-    if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1);
+    if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1, load_stage);
     cp_async_commit();
     if constexpr (kPaged) {
-      store_entry(tile + kStages);
+      store_entry(tile + kStages, stage);
       read_entry(tile + kStages + 1);
     }
-    const uint16_t* ks = sm.kv.k[tile % kStages];
-    const uint16_t* vs = sm.kv.v[tile % kStages];
+    const uint16_t* ks = sm.kv.k[stage];
+    const uint16_t* vs = sm.kv.v[stage];
 
     if (kRowGroups > 1 && warp_idle) continue;  // uniform per warp; the barrier above is the loop's only one
 
@@ -514,25 +515,34 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     const int64_t tile_j0 = k_begin + int64_t(tile) * kBlockN;
     const bool interior = plain && tile_j0 >= all_lo && tile_j0 + kBlockN - 1 <= all_hi;
     const int64_t jw = tile_j0 + key0;
+    // One branch around the whole fragment, not one per score: with the test inside the element
+    // loops ptxas kept the interior flag per element (a predicate bit, BSSY, BRA, BSYNC around each
+    // multiply: ncu, session 28).
+    if (interior) {
+#pragma unroll
+      for (int n = 0; n < kNs; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] *= p.scale;
+    } else {
+#pragma unroll
+      for (int n = 0; n < kNs; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const RowKeys& rk = rows[e / 2];
+          const int64_t j = jw + 8 * n + 2 * t + (e & 1);
+          s[n][e] = (j >= rk.lo && j <= rk.hi)
+                        ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
+                        : -INFINITY;
+        }
+    }
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const RowKeys& rk = rows[h];
       float mx = m[h];
 #pragma unroll
       for (int n = 0; n < kNs; ++n)
 #pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          if (interior) {
-            s[n][e] *= p.scale;
-          } else {
-            const int64_t j = jw + 8 * n + 2 * t + (e & 1);
-            s[n][e] = (j >= rk.lo && j <= rk.hi)
-                          ? score_chain(p, s[n][e], rk.slope, rk.diag, static_cast<int>(j))  // j <= hi < 2^31
-                          : -INFINITY;
-          }
-          mx = fmaxf(mx, s[n][e]);
-        }
+        for (int e = 2 * h; e < 2 * h + 2; ++e) mx = fmaxf(mx, s[n][e]);
       mx = common::quad_max(mx);  // a row's keys of an 8-key fragment lie in the 4 lanes of a quad
       alpha[h] = mx == -INFINITY ? 1.0f : common::fast_exp2((m[h] - mx) * kLog2e);  // m = -inf: 0
       const float base = mx == -INFINITY ? 0.0f : mx * kLog2e;  // nothing visible yet: every P is 0
