@@ -39,10 +39,12 @@
 //   dQ[:, half w]  = dS·K[:, half w]    64 × D/2 × 64   (the split dQ above, over the 64 keys)
 // Both warpgroups write their 32 queries of Pᵀ and dSᵀ (16-bit) to shared memory, double-buffered
 // by query block, and every product after the barrier reads both halves. Registers per consumer
-// thread: dK + dV 64 + 64, Sᵀ + dPᵀ 16 + 16, dQ 64 (192 while dK, dV and dQ run). dQ goes from
-// the registers to dq_accum by red.global.add.v4 (its 64 KiB shared buffer does not fit beside two
-// Q / dO stages: 225 KiB without it), so the writer warp idles and there is no deterministic
-// kernel at D 256 (api_sm90.cpp refuses it; auto runs cuda_sm80's).
+// thread: dK + dV 64 + 64, Sᵀ + dPᵀ 16 + 16, dQ 64 (192 while dK, dV and dQ run). dQ has no
+// shared buffer of its own (64 KiB do not fit beside two Q / dO stages: 225 KiB without it): once
+// warpgroup w's dK and dV retired, its halves of the stage's Q and dO (columns [128w, +128)) are
+// free, and its dQ slab goes there for the writer warp's bulk reduce-add; the stage is refilled
+// after the writer read it (flash_bwd_kernel.h, write_dq_wide). No deterministic kernel at D 256
+// (api_sm90.cpp refuses it; auto runs cuda_sm80's).
 #pragma once
 
 #include <type_traits>
@@ -88,8 +90,9 @@ struct BwdTraits {
   // every consumer thread releases the stage itself; with the warpgroup barrier before a one-thread
   // release, 24 spilled 4 bytes in the kGeneral kernels and the split was 32 / 232).
   static constexpr int kEntryRegs = (65536 / kThreads) / 8 * 8;
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  // D 256: 32 / 232. Its dQ writer warp (flash_bwd_kernel.h, write_dq_wide) spilled 8 bytes at 24.
+  static constexpr int kProducerRegs = kWide ? 32 : 24;
+  static constexpr int kConsumerRegs = kWide ? 232 : 240;
   static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= kEntryRegs * (1 + kMmaWarpGroups),
                 "setmaxnreg would ask for more registers than the launch allocated (a hang)");
   // dSᵀ (and D 256's Pᵀ) to shared memory by stmatrix rather than 4-byte stores. Same-call A/B on

@@ -83,15 +83,18 @@ CUTE_DEVICE void add_dq_smem(Acc const& acc_dq, float* buf, int wtid, bool load)
   }
 }
 
-// D 256 (no shared buffer): acc_dq added straight into its slab of the dq_accum tile, in the same
-// order, by red.global.add.v4.f32 (atomicAdd of a float4 whose result is unused).
+// D 256: a warpgroup's dQ slab (64 × 128 fp32 in DqAccumOrder, 32 KiB) into two 16 KiB buffers:
+// the slab's first half (fragment values [0, N/2): DqAccumOrder floats [0, 4096)) into `lo`, the
+// second into `hi` (flash_bwd_kernel.h, consume_wide: its halves of the stage's Q and dO).
 template <typename Acc>
-CUTE_DEVICE void add_dq_global(Acc const& acc_dq, float* slab, int wtid) {
-  static_assert(decltype(size(acc_dq))::value % DqAccumOrder::kVec == 0, "whole vectors per thread");
+CUTE_DEVICE void store_dq_halves(Acc const& acc_dq, float* lo, float* hi, int wtid) {
+  constexpr int kSize = decltype(size(acc_dq))::value, kHalf = kSize / 2;
+  static_assert(kHalf % DqAccumOrder::kVec == 0, "whole vectors per half");
   CUTE_UNROLL
-  for (int i = 0; i < size(acc_dq); i += DqAccumOrder::kVec) {
-    atomicAdd(reinterpret_cast<float4*>(slab + DqAccumOrder::index(i, wtid)),
-              make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3)));
+  for (int i = 0; i < kSize; i += DqAccumOrder::kVec) {
+    float* const buf = i < kHalf ? lo : hi;  // DqAccumOrder::index(i) = index(i - kHalf) + the half's floats
+    *reinterpret_cast<float4*>(buf + DqAccumOrder::index(i % kHalf, wtid)) =
+        make_float4(acc_dq(i), acc_dq(i + 1), acc_dq(i + 2), acc_dq(i + 3));
   }
 }
 

@@ -127,7 +127,9 @@ struct FlashBwdKernel {
     typename Pipeline::Params pipe;
     pipe.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
     pipe.is_leader = threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0;
-    pipe.num_consumers = Traits::kMmaThreads;
+    // D 256: the dQ writer warp arrives on each stage's empty barrier too, once its bulk reduce
+    // read the stage's Q and dO buffers (write_dq_wide).
+    pipe.num_consumers = Traits::kMmaThreads + (Traits::kWide ? 1 : 0);
     pipe.transaction_bytes = 2 * Traits::kTmaBytesQ + Mainloop::kStatsBytes;  // Q, dO, LSE and D
     Pipeline pipeline(smem.pipeline_qdo, pipe);
     __syncthreads();  // barrier initializations visible to every warp
@@ -142,7 +144,7 @@ struct FlashBwdKernel {
       cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
       if (warp_idx == 0 && !range.empty() && cute::elect_one_sync())
         Mainloop::template load<kVarlen>(params.mainloop, tile, n_block, range.m_min, range.m_max, pipeline, smem);
-      else if (warp_idx == 1 && !range.empty() && !Traits::kWide)
+      else if (warp_idx == 1 && !range.empty())
         write_dq(params, smem);
       else if (kVarlen && warp_idx == 2 && !range.empty() && range.m_max * kBlockM > tile.q_len)
         zero_boundary_qdo(smem, pipeline, range.m_max - 1 - range.m_min, tile.q_len - (range.m_max - 1) * kBlockM);
@@ -207,7 +209,67 @@ struct FlashBwdKernel {
   // the role split must fit the producer warpgroup's registers (the kGeneral kernels spilled 4
   // bytes at 24 registers when the tile and the range were passed).
   __device__ void write_dq(const Params& params, SharedStorage& smem) const {
-    if constexpr (!Traits::kWide) write_dq_slabs(params, smem);
+    if constexpr (Traits::kWide)
+      write_dq_wide(params, smem);
+    else
+      write_dq_slabs(params, smem);
+  }
+
+  // D 256 (no room for a dQ buffer: 225 KiB of shared memory without one). Warpgroup w's slab of
+  // query block m goes into its half of the stage's Q and dO buffers (columns [128 w, +128) of
+  // each, 16 KiB apiece: after w's dK and dV retired nobody reads them), and this warp adds both
+  // to the dq_accum tile by bulk reduce-adds. The stage is refilled only once those read it: the
+  // writer is one more arrival on its empty barrier (num_consumers above). Before this, the
+  // consumers added dQ by red.global.add.v4 from their registers: 18-25 % of the backward's time
+  // at hdim 256 (an H200 build without the adds; docs/perf.md, session 29).
+  __device__ float* wide_dq_half(Element* stage_buffers, int stage, int half) const {
+    static_assert(kHeadDim == 256 && Mainloop::kDqBufferFloats * sizeof(float) == 2 * kBlockM * 128 * sizeof(Element),
+                  "a warpgroup's dQ slab = its halves of one Q and one dO stage");
+    // SmemLayoutQ tiles the 128-byte-swizzle atom (8 rows x 64 columns) down the rows first, so
+    // columns [128 h, +128) of a stage are one contiguous 16 KiB run.
+    static_assert(typename Traits::SmemLayoutQ{}(make_coord(0, 128, 0)) == kBlockM * 128 &&
+                      typename Traits::SmemLayoutQ{}(make_coord(0, 0, 1)) == kBlockM * kHeadDim,
+                  "stage s, columns [128 h, +128): elements [(2 s + h) · 64 · 128, +64 · 128)");
+    return reinterpret_cast<float*>(stage_buffers + (2 * stage + half) * (kBlockM * 128));
+  }
+  __device__ void write_dq_wide(const Params& params, SharedStorage& smem) const {
+    int n_block = 0;
+    common::WorkTile tile = TileScheduler::get_tile(params.scheduler, &n_block);
+    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    const int m_min = range.m_min, m_max = range.m_max;
+    constexpr int kHalfFloats = Mainloop::kDqBufferFloats / 2;
+    constexpr uint32_t kHalfBytes = kHalfFloats * sizeof(float);
+    const bool leader = cute::elect_one_sync();
+    const int64_t tile_stride = int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim;
+    float* tile_dq = params.grad.dq_accum + common::dq_accum_tile_offset(tile.batch, m_min, tile.head,
+                                                                         params.scheduler.seqlen_q,
+                                                                         params.scheduler.heads_q, kBlockM, kHeadDim);
+    static_assert(Traits::kStages == 2, "the stage index below alternates");
+    CUTE_NO_UNROLL
+    for (int m_block = m_min, stage = 0; m_block < m_max; ++m_block, tile_dq += tile_stride, stage ^= 1) {
+      CUTE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, h));
+        if (m_block + 1 < m_max)  // warpgroup h may signal its next slab (one arrival per phase)
+          named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, h));
+        if (leader) {
+          float* const dst = tile_dq + h * Mainloop::kDqBufferFloats;
+          bulk_reduce_add_f32(dst, wide_dq_half(smem.q.data(), stage, h), kHalfBytes);
+          bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
+        }
+        __syncwarp();  // converged again before the next bar.sync (an .aligned barrier)
+      }
+      if (leader) {
+        tma_store_arrive();
+        tma_store_wait<0>();  // the stage's Q and dO buffers were read
+        // The writer's arrival on the stage's empty barrier (counted in num_consumers). The
+        // producer warpgroup has 32 registers at D 256 (bwd_kernel_traits.h): at 24 this loop
+        // spilled 8 bytes.
+        smem.pipeline_qdo.empty_barrier_[stage].arrive();
+      }
+      __syncwarp();
+    }
+    if (leader) bulk_wait_complete();
   }
   __device__ void write_dq_slabs(const Params& params, SharedStorage& smem) const {
     int n_block = 0;
@@ -295,7 +357,8 @@ struct FlashBwdKernel {
   // D 256 (Traits::kWide; bwd_kernel_traits.h): per query block, each warpgroup computes Sᵀ and dPᵀ
   // of its 32 queries, writes 16-bit Pᵀ and dSᵀ to shared memory, and after a barrier over both
   // warpgroups runs dV, dK and dQ on its half of the head dim with every operand in shared memory;
-  // dQ goes to dq_accum from the registers (add_dq_global). Pᵀ and dSᵀ are double-buffered by query
+  // dQ goes to the writer warp through the warpgroup's halves of the stage's Q and dO buffers
+  // (write_dq_wide). Pᵀ and dSᵀ are double-buffered by query
   // block: a warpgroup writes buffer s again two blocks later, after the barrier of the block in
   // between, which the other warpgroup reaches only once its products of block s retired.
   template <typename TStS, typename CopyR2S, typename TPt, typename TdSt, typename AccKV>
@@ -337,18 +400,16 @@ struct FlashBwdKernel {
       cutlass::arch::fence_view_async_shared();  // the wgmma below read them through the async proxy
       named_barrier_sync(Traits::kMmaThreads, BwdBarrier::kDsAll);
       Tensor acc_dq = partition_fragment_C(mma_dq, Shape<_64, Int<Traits::kDqCols>>{});  // ((2, 2, 16), 1, 1)
-      float* const dq_slab = dq_accum_tile<Traits>(params.grad, tile, m_block, params.scheduler.seqlen_q,
-                                                   params.scheduler.heads_q) +
-                             wg * Mainloop::kDqBufferFloats;
-      // dQ first: its adds to dq_accum run while dV and dK do (+11–14 % over dQ last, H100;
-      // docs/perf.md, "head dim 256").
       mainloop.issue_dq(ps_stage, acc_dq);
       mainloop.issue_dv_smem(stage, ps_stage, acc_dv);
       mainloop.issue_dk_smem(stage, ps_stage, acc_dk);
-      warpgroup_wait<2>();  // dQ
+      warpgroup_wait<0>();  // dQ, dV and dK retired: this warpgroup's halves of Q(m) and dO(m) are free
       warpgroup_fence_operand(acc_dq);
-      add_dq_global(acc_dq, dq_slab, wtid);
-      warpgroup_wait<0>();                // dV and dK retired: Q(m), dO(m) read
+      // dQ to the writer warp through those halves (write_dq_wide); it adds them to dq_accum.
+      if (m_block > range.m_min) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
+      store_dq_halves(acc_dq, wide_dq_half(smem.q.data(), stage, wg), wide_dq_half(smem.dO.data(), stage, wg), wtid);
+      cutlass::arch::fence_view_async_shared();  // the bulk reduce reads them through the async proxy
+      named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
       pipeline.consumer_release(state);  // every consumer thread arrives (pipeline.h kEveryThread)
       ++state;
     }

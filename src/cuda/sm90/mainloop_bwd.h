@@ -74,7 +74,8 @@ struct MainloopBwd {
     // Per stage: the query block's LSE · log2(e) and D (one row_stats tile, with Q and dO).
     array_aligned<float, kStatsFloats * kStages, 128> stats;
     // Per dQ slab: the CTA's contribution of one query block (64 × kDqCols fp32, in DqAccumOrder),
-    // handed to the writer warp (flash_bwd_kernel.h, write_dq). None at D 256 (red.global.add).
+    // handed to the writer warp (flash_bwd_kernel.h, write_dq). None at D 256: there dQ borrows
+    // the stage's Q and dO buffers (write_dq_wide).
     std::conditional_t<Traits::kWide, Empty, array_aligned<float, kDqBufferFloats * Traits::kDqSlabs, 128>> dq;
     cutlass::arch::ClusterTransactionBarrier barrier_kv;
     typename Pipeline::SharedStorage pipeline_qdo;
