@@ -207,12 +207,30 @@ struct FlashBwdKernel {
   // for its turn on the tile's semaphore and completes before the semaphore advances.
   // Recomputes its tile and range from blockIdx rather than taking them: what stays live across
   // the role split must fit the producer warpgroup's registers (the kGeneral kernels spilled 4
-  // bytes at 24 registers when the tile and the range were passed).
+  // bytes at 24 registers when the tile and the range were passed). write_dq does that once for
+  // both writers (write_dq_slabs, write_dq_wide). The leader is elected before the tile pointer is
+  // computed: in the other order the hdim-64 / 128 writers spilled 12-32 bytes at 24 registers.
+  // The CTA's first dq_accum tile and the stride between its tiles.
+  struct DqTiles {
+    float* first;  // the tile of query block range.m_min
+    int64_t stride;
+  };
   __device__ void write_dq(const Params& params, SharedStorage& smem) const {
+    int n_block = 0;
+    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
+                                           : TileScheduler::get_tile(params.scheduler, &n_block);
+    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    const bool leader = cute::elect_one_sync();
+    // dq_accum's tiles of one (sequence, head) are evenly spaced in m_block (bwd_workspace.h):
+    // a pointer and a stride keep the loop within the producer warpgroup's registers.
+    const DqTiles dq{params.grad.dq_accum + common::dq_accum_tile_offset(tile.batch, range.m_min, tile.head,
+                                                                         params.scheduler.seqlen_q,
+                                                                         params.scheduler.heads_q, kBlockM, kHeadDim),
+                     int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim};
     if constexpr (Traits::kWide)
-      write_dq_wide(params, smem);
+      write_dq_wide(smem, range.m_min, range.m_max, dq, leader);
     else
-      write_dq_slabs(params, smem);
+      write_dq_slabs(params, smem, tile, n_block, range.m_min, range.m_max, dq, leader);
   }
 
   // D 256 (no room for a dQ buffer: 225 KiB of shared memory without one). Warpgroup w's slab of
@@ -232,21 +250,13 @@ struct FlashBwdKernel {
                   "stage s, columns [128 h, +128): elements [(2 s + h) · 64 · 128, +64 · 128)");
     return reinterpret_cast<float*>(stage_buffers + (2 * stage + half) * (kBlockM * 128));
   }
-  __device__ void write_dq_wide(const Params& params, SharedStorage& smem) const {
-    int n_block = 0;
-    common::WorkTile tile = TileScheduler::get_tile(params.scheduler, &n_block);
-    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
-    const int m_min = range.m_min, m_max = range.m_max;
+  __device__ void write_dq_wide(SharedStorage& smem, int m_min, int m_max, DqTiles dq, bool leader) const {
     constexpr int kHalfFloats = Mainloop::kDqBufferFloats / 2;
     constexpr uint32_t kHalfBytes = kHalfFloats * sizeof(float);
-    const bool leader = cute::elect_one_sync();
-    const int64_t tile_stride = int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim;
-    float* tile_dq = params.grad.dq_accum + common::dq_accum_tile_offset(tile.batch, m_min, tile.head,
-                                                                         params.scheduler.seqlen_q,
-                                                                         params.scheduler.heads_q, kBlockM, kHeadDim);
+    float* tile_dq = dq.first;
     static_assert(Traits::kStages == 2, "the stage index below alternates");
     CUTE_NO_UNROLL
-    for (int m_block = m_min, stage = 0; m_block < m_max; ++m_block, tile_dq += tile_stride, stage ^= 1) {
+    for (int m_block = m_min, stage = 0; m_block < m_max; ++m_block, tile_dq += dq.stride, stage ^= 1) {
       CUTE_UNROLL
       for (int h = 0; h < 2; ++h) {
         named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, h));
@@ -271,22 +281,14 @@ struct FlashBwdKernel {
     }
     if (leader) bulk_wait_complete();
   }
-  __device__ void write_dq_slabs(const Params& params, SharedStorage& smem) const {
-    int n_block = 0;
-    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
-                                           : TileScheduler::get_tile(params.scheduler, &n_block);
-    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
-    const int batch = tile.batch, head = tile.head, m_min = range.m_min, m_max = range.m_max;
+  __device__ void write_dq_slabs(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
+                                 int m_min, int m_max, DqTiles dq, bool leader) const {
+    const int batch = tile.batch, head = tile.head;
     constexpr int kSlabFloats = Mainloop::kDqBufferFloats;
     constexpr uint32_t kSlabBytes = kSlabFloats * sizeof(float);
-    const bool leader = cute::elect_one_sync();
-    // dq_accum's tiles of one (sequence, head) are evenly spaced in m_block (bwd_workspace.h):
-    // a pointer and a stride keep the loop within the producer warpgroup's registers.
-    const int64_t tile_stride = int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim;
-    float* tile_dq = params.grad.dq_accum + common::dq_accum_tile_offset(batch, m_min, head, params.scheduler.seqlen_q,
-                                                                         params.scheduler.heads_q, kBlockM, kHeadDim);
+    float* tile_dq = dq.first;
     CUTE_NO_UNROLL
-    for (int m_block = m_min; m_block < m_max; ++m_block, tile_dq += tile_stride) {
+    for (int m_block = m_min; m_block < m_max; ++m_block, tile_dq += dq.stride) {
       CUTE_UNROLL
       for (int h = 0; h < kDqSlabs; ++h) {
         named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, h));
