@@ -24,7 +24,9 @@
 //     issue dQ (SS: bwd_kernel_traits.h, split or per warpgroup); wait dK; release Q(m), dO(m)
 //     wait dQ; dQ -> shared (hand_over_dq)          once the writer read the previous block's
 //                                                   (named barriers kDqFull / kDqEmpty; non-split:
-//                                                   warpgroup 2 adds its sum onto warpgroup 1's)
+//                                                   warpgroup 2 adds its sum onto warpgroup 1's);
+//                                                   split dQ (D 128): handed to the writer
+//                                                   (publish_dq) after the next block's Sᵀ, dPᵀ issue
 //   then dK · scale, dV -> global (epilogue_bwd.h).
 // With the split dQ a warpgroup reads the other's dS: dS is double-buffered by query block, and
 // the barrier of block m + 1 (which both warpgroups reach only after their block-m products
@@ -326,7 +328,8 @@ struct FlashBwdKernel {
   }
 
   // dQ of one query block to the writer warp through shared memory (write_dq). Split dQ: each
-  // warpgroup stores its slab once the writer has read the previous block's. Otherwise warpgroup 0
+  // warpgroup stores its slab once the writer has read the previous block's; publish_dq hands it
+  // over later, after the next block's Sᵀ and dPᵀ were issued (consume). Otherwise warpgroup 0
   // stores its partial sum, warpgroup 1 adds its own to it (same thread -> same elements,
   // DqAccumOrder), then signals. Stores become visible to the bulk copy (async proxy) by a fence
   // in the signalling threads.
@@ -336,8 +339,6 @@ struct FlashBwdKernel {
     if constexpr (Traits::kDqSplit) {
       if (wait_empty) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
       store_dq_smem<Traits>(acc_dq, smem.dq.data() + wg * Mainloop::kDqBufferFloats, wtid);
-      cutlass::arch::fence_view_async_shared();
-      named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
     } else {
       // One code path for both warpgroups (warpgroup 0 adds onto zeros): with two, ptxas kept
       // the accumulator in different registers on each side and spilled (D 96, kGeneral).
@@ -350,10 +351,15 @@ struct FlashBwdKernel {
       if (wg == 0) {
         named_barrier_arrive(kPairThreads, BwdBarrier::kDqPartial);
       } else {
-        cutlass::arch::fence_view_async_shared();
-        named_barrier_arrive(kDqSyncThreads, BwdBarrier::kDqFullWG1);
+        publish_dq(0);
       }
     }
+  }
+  // The stored slab w to the writer: the fence makes this thread's stores visible to the bulk
+  // reduce (async proxy), the barrier tells the writer.
+  __device__ void publish_dq(int w) const {
+    cutlass::arch::fence_view_async_shared();
+    named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, w));
   }
 
   // D 256 (Traits::kWide; bwd_kernel_traits.h): per query block, each warpgroup computes Sᵀ and dPᵀ
@@ -410,8 +416,10 @@ struct FlashBwdKernel {
       // dQ to the writer warp through those halves (write_dq_wide); it adds them to dq_accum.
       if (m_block > range.m_min) named_barrier_sync(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, wg));
       store_dq_halves(acc_dq, wide_dq_half(smem.q.data(), stage, wg), wide_dq_half(smem.dO.data(), stage, wg), wtid);
-      cutlass::arch::fence_view_async_shared();  // the bulk reduce reads them through the async proxy
-      named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqFullWG1, wg));
+      // At once, unlike the split dQ of D 128 (consume): the writer's read frees the stage for
+      // its next load. Handed over after the next block's issue instead, the backward ran
+      // 1.09-1.30x the time (H200, docs/perf.md session 30).
+      publish_dq(wg);
       pipeline.consumer_release(state);  // every consumer thread arrives (pipeline.h kEveryThread)
       ++state;
     }
@@ -503,6 +511,10 @@ struct FlashBwdKernel {
           }
           mainloop.issue_s(stage, acc_s);
           mainloop.issue_dp(stage, acc_dp);  // both in flight together
+          // Split dQ: the previous block's slab, stored at the end of that block, goes to the
+          // writer now: the fence and the barrier wait under Sᵀ and dPᵀ instead of before them
+          // (0.92-0.96x the backward's time at D 128, H200, docs/perf.md session 30).
+          if (Traits::kDqSplit && m_block > range.m_min) publish_dq(wg);
 
           tile.m_block = m_block;
           const bool needs_mask =
@@ -541,6 +553,7 @@ struct FlashBwdKernel {
           warpgroup_wait<0>();  // dQ
           hand_over_dq(smem, acc_dq, m_block > range.m_min, wg, wtid);
         }
+        if constexpr (Traits::kDqSplit) publish_dq(wg);  // the last block's slab
       }
     }
     store_dkv<Traits, kDeterministic>(acc_dk, acc_dv, params.grad, tile, n_block, wg, wtid,
