@@ -277,7 +277,7 @@ struct FlashBwdKernel {
         // The writer's arrival on the stage's empty barrier (counted in num_consumers). The
         // producer warpgroup has 32 registers at D 256 (bwd_kernel_traits.h): at 24 this loop
         // spilled 8 bytes.
-        smem.pipeline_qdo.empty_barrier_[stage].arrive();
+        Pipeline::extra_release(smem.pipeline_qdo, stage);
       }
       __syncwarp();
     }
@@ -513,7 +513,7 @@ struct FlashBwdKernel {
           mainloop.issue_dp(stage, acc_dp);  // both in flight together
           // Split dQ: the previous block's slab, stored at the end of that block, goes to the
           // writer now: the fence and the barrier wait under Sᵀ and dPᵀ instead of before them
-          // (0.92-0.96x the backward's time at D 128, H200, docs/perf.md session 30).
+          // (0.93-0.97x the backward's time at D 128, H200, docs/perf.md session 30).
           if (Traits::kDqSplit && m_block > range.m_min) publish_dq(wg);
 
           tile.m_block = m_block;

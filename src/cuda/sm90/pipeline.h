@@ -54,6 +54,12 @@ class PipelineTmaAsyncWarpgroupRelease : public cutlass::PipelineTmaAsync<kStage
     // window (mapa + mbarrier.arrive.shared::cluster) even for a cluster of 1.
     if (kEveryThread || threadIdx.x % cutlass::NumThreadsPerWarpGroup == 0) empty_[state.index()].arrive();
   }
+  // One more reader's arrival on a stage's empty barrier, by a thread that holds no pipeline object
+  // (counted in num_consumers by the kernel): the backward's dQ writer at D 256, whose bulk reduce
+  // reads the stage's Q and dO buffers (flash_bwd_kernel.h, write_dq_wide).
+  CUTLASS_DEVICE static void extra_release(SharedStorage& storage, int stage) {
+    storage.empty_barrier_[stage].arrive();
+  }
 
  private:
   typename Base::EmptyBarrier* empty_;
