@@ -242,6 +242,36 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;  // the MMA fragment coordinates (see the wrappers)
 
+  // Q's loads go out first, before anything else reads global memory. Issued after the prologue's
+  // tile copies (until session 31) they queued behind every CTA's copies (~16 MB at B 32, hdim
+  // 128): per-CTA globaltimer marks (H200, 1k, L2 flushed) had Q in shared memory 7.5 µs after the
+  // CTA's start, 4.7 µs with this order. The step's time moved less: CUDA-graph replays 0.3-1 %
+  // faster at 1k / 4k (docs/perf.md, session 31). A thread holds its chunks raw (the rotation needs
+  // the sequence's length) until the smem store after the copies' issue. With an append in this
+  // kernel, threads [0, kAppendThreads) append and the others load Q. Where the kernel must wait
+  // for an append kernel before its first read (wait_first: Q rotated into the workspace by it, or
+  // cache_batch_idx), it waits here.
+  constexpr int kAppendThreads = kThreadsCta / 2;
+  constexpr int kQChunks = kRows * kChunks;
+  constexpr int kQPerThread = (kQChunks + kThreadsCta - kAppendThreads - 1) / (kThreadsCta - kAppendThreads);
+  if (p.wait_first) ptx::grid_dependency_wait();
+  const int q_first = p.append_in_kernel ? tid - kAppendThreads : tid;
+  const int q_step = p.append_in_kernel ? kThreadsCta - kAppendThreads : kThreadsCta;
+  auto q_row = [&](int e) __attribute__((always_inline)) {  // chunk e's row of q (its query i = rr / group)
+    const int rr = row0 + e / kChunks;
+    return static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(rr / p.group) * p.q_row_stride +
+           int64_t(hk * p.group + rr % p.group) * p.q_head_stride;
+  };
+  auto q_real = [&](int e) __attribute__((always_inline)) {  // inside the rows and head_dim
+    return q_first >= 0 && e < kQChunks && row0 + e / kChunks < p.rows && (e % kChunks) * 8 < p.head_dim;
+  };
+  uint4 qv[kQPerThread];
+#pragma unroll
+  for (int u = 0; u < kQPerThread; ++u) {
+    const int e = q_first + u * q_step;
+    qv[u] = q_real(e) ? *reinterpret_cast<const uint4*>(q_row(e) + (e % kChunks) * 8) : make_uint4(0, 0, 0, 0);
+  }
+
   int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
   bool sinks;             // the sink tokens' split (decode_kernel.cuh, DecodeParams::sink_split)
   split_keys(p, b, split, &lp, &L, &n0, &n1, &sinks);
@@ -388,13 +418,13 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 
   // After a fused append this kernel is launched as the append's dependent (decode.cu) and runs
   // beside it. The append writes the keys [L - seqlen_new, L) (slots cache_seqlens + t) and, unless
-  // q_rotate, the rotated queries; nothing this kernel reads before (cache_seqlens, leftpad, the
+  // q_rotate, the rotated queries (then wait_first: waited for above, before Q's loads); nothing
+  // this kernel reads before (cache_seqlens, leftpad, the
   // page table) nor the older keys. So the kernel streams the older keys at once and waits for the
   // append (griddepcontrol.wait: completed, its writes visible) only before it loads the first
   // tile holding a new key, wait_tile. Waiting before any load cost a step at 1k ~9 µs (17 %) in
   // CUDA-graph replays on the H100 (docs/perf.md, session 25). Without a fused append the wait is
   // a no-op.
-  if (p.wait_first) ptx::grid_dependency_wait();
   const int64_t new0 = L - p.seqlen_new;
   int wait_tile = n_tiles;  // no new key among this CTA's
   if (p.seqlen_new > 0 && new0 < k_end)
@@ -415,9 +445,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // else by the appending threads in the loop, before the barrier ahead of that tile's copy: by
   // then the stores have long landed, and the fence waits for nothing.
   const bool fence_now = wait_tile <= kStages - 1;
-  // Threads [0, kAppendThreads) append while the others load the queries (two chains of global
-  // loads side by side, not one after the other); without an append every thread loads queries.
-  constexpr int kAppendThreads = kThreadsCta / 2;
+  // Threads [0, kAppendThreads) append while the others store the queries (two chains of global
+  // loads side by side, not one after the other); without an append every thread stores queries.
   const bool appends = p.append_in_kernel && tid < kAppendThreads;
 
   // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
@@ -431,22 +460,22 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       cp_async_commit();
     }
   }
-  if (appends) append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kAppendThreads, fence_now);
-  // Q -> shared memory (after the first tiles' copies are issued: its latency hides behind theirs),
-  // zero past the rows and past head_dim (padding rows score 0 and are masked).
-  const int q_first = p.append_in_kernel ? tid - kAppendThreads : tid;
-  const int q_step = p.append_in_kernel ? kThreadsCta - kAppendThreads : kThreadsCta;
-  for (int e = q_first < 0 ? kRows * kChunks : q_first; e < kRows * kChunks; e += q_step) {
-    const int qr = e / kChunks, qc = e % kChunks, rr = row0 + qr;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (rr < p.rows && qc * 8 < p.head_dim) {
-      const int i = rr / p.group, hq = hk * p.group + rr % p.group;
-      const T* qrow = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +
-                      int64_t(hq) * p.q_head_stride;
-      v = *reinterpret_cast<const uint4*>(qrow + qc * 8);
-      if (p.q_rotate) v = rotated_query<T>(p, b, i, qrow, qc * 8, v);
+  // Q -> shared memory (its loads went out at the start), rotated where asked, zero past the rows
+  // and past head_dim (padding rows score 0 and are masked). One branch: the queries' registers are
+  // dead on the append's path (no register is live across its out-of-line call).
+  if (appends) {
+    append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kAppendThreads, fence_now);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kQPerThread; ++u) {
+      const int e = q_first + u * q_step;
+      if (e < kQChunks) {
+        uint4 v = qv[u];
+        if (p.q_rotate && q_real(e))
+          v = rotated_query<T>(p, b, (row0 + e / kChunks) / p.group, q_row(e), (e % kChunks) * 8, v);
+        *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(e / kChunks, e % kChunks)]) = v;
+      }
     }
-    *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(qr, qc)]) = v;
   }
   __syncthreads();  // Q's stores and the new keys' (fenced, where a copy of them comes next)
 #pragma unroll

@@ -38,9 +38,13 @@ using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, commo
 // The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
 // (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX). Persistent CTAs hide a
 // tile's prologue and epilogue (the Q load's latency, O's stores) behind the neighbouring tiles'
-// products, which pays where a tile has few key blocks to amortize them over: short key
-// sequences. Long ones keep one CTA per tile, where the hardware hands the next CTA to whichever
-// SM frees first (causal tiles differ in length; static waves balance them less well).
+// products, which pays most where a tile has few key blocks to amortize them over: short key
+// sequences. Long ones get persistent CTAs too where every tile visits the same key blocks (no
+// causal mask, no window, fixed lengths): static waves are then as balanced as the hardware's
+// hand-out (H200, session 31: hdim 128 4k +2.8 %, 8k +0.5 %, hdim 64 16k +2 %; docs/perf.md).
+// Other long calls keep one CTA per tile, where the hardware hands the next CTA to whichever SM
+// frees first (causal tiles differ in length: persistent waves were 12 % slower at hdim 128 8k
+// causal).
 // FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
 // several tiles per CTA on small shapes with it). Read at each launch (getenv: well under a
 // microsecond, beside a launch's several).
@@ -51,7 +55,9 @@ inline int fwd_max_ctas(const common::FwdArguments& args, int block_n, int sm_co
     if (n > 0) return n < INT32_MAX ? static_cast<int>(n) : INT32_MAX;
   }
   constexpr int kMaxKeyBlocks = 16;  // 2048 keys at block_n 128
-  return (args.seq.seqlen_k + block_n - 1) / block_n <= kMaxKeyBlocks ? sm_count : INT32_MAX;
+  const bool uniform_tiles = args.seq.cu_seqlens_q == nullptr && args.seq.cu_seqlens_k == nullptr &&
+                             args.score.window_left < 0 && args.score.window_right < 0;
+  return uniform_tiles || (args.seq.seqlen_k + block_n - 1) / block_n <= kMaxKeyBlocks ? sm_count : INT32_MAX;
 }
 
 template <typename Kernel>
