@@ -419,10 +419,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // After a fused append this kernel is launched as the append's dependent (decode.cu) and runs
   // beside it. The append writes the keys [L - seqlen_new, L) (slots cache_seqlens + t) and, unless
   // q_rotate, the rotated queries (then wait_first: waited for above, before Q's loads); nothing
-  // this kernel reads before (cache_seqlens, leftpad, the
-  // page table) nor the older keys. So the kernel streams the older keys at once and waits for the
-  // append (griddepcontrol.wait: completed, its writes visible) only before it loads the first
-  // tile holding a new key, wait_tile. Waiting before any load cost a step at 1k ~9 µs (17 %) in
+  // this kernel reads before (cache_seqlens, leftpad, the page table) nor the older keys. So the
+  // kernel streams the older keys at once and waits for the append (griddepcontrol.wait:
+  // completed, its writes visible) only before it loads the first tile holding a new key,
+  // wait_tile. Waiting before any load cost a step at 1k ~9 µs (17 %) in
   // CUDA-graph replays on the H100 (docs/perf.md, session 25). Without a fused append the wait is
   // a no-op.
   const int64_t new0 = L - p.seqlen_new;
