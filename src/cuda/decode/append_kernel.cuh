@@ -265,19 +265,27 @@ __device__ __forceinline__ void load_floats(int dtype, const void* table, int64_
     }
   }
 }
-template <typename T, int kVec, typename P, typename V>
-__device__ __forceinline__ void rotate_vec(const P& p, const T* x, int e0, int64_t pos, V& raw) {
+// Row `pos` of a rotary table (its half = rotary_dim / 2 entries) as a byte address.
+__device__ __forceinline__ const void* table_row(int dtype, const void* table, int64_t pos, int half) {
+  return static_cast<const char*>(table) + pos * half * (dtype == kTableF32 ? 4 : 2);
+}
+// rotate_vec's arithmetic with its inputs at hand: `raw` (elements e0 ... e0 + kVec - 1 of a row)
+// rotated in place, `partner` the vector of the NeoX partner elements (unused with interleaved
+// pairs, which sit in `raw`), cos_row / sin_row the table rows of the position (global or shared
+// memory). One function for the append kernel and for the tile decode kernel, which stages the
+// rows in shared memory (decode_tile_kernel.cuh, stage_tables): the same bits.
+template <typename T, int kVec, typename V>
+__device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, int e0, const void* cos_row,
+                                                const void* sin_row, const V& partner, V& raw) {
   static_assert(kVec >= 4, "vectors of 16 bytes (4 fp32 or 8 16-bit elements)");
-  const int half = p.rotary_dim / 2;
   T* el = reinterpret_cast<T*>(&raw);
-  if (p.neox) {
+  if (neox) {
     const bool first = e0 < half;  // the whole vector is in one half
     const int k0 = first ? e0 : e0 - half;
-    V partner = *reinterpret_cast<const V*>(x + (first ? e0 + half : e0 - half));
     const T* other = reinterpret_cast<const T*>(&partner);
     float c[kVec], s[kVec];
-    load_floats<kVec>(p.table_dtype, p.cos, pos * half + k0, c);
-    load_floats<kVec>(p.table_dtype, p.sin, pos * half + k0, s);
+    load_floats<kVec>(dtype, cos_row, k0, c);
+    load_floats<kVec>(dtype, sin_row, k0, s);
 #pragma unroll
     for (int u = 0; u < kVec; ++u) {
       const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
@@ -287,8 +295,8 @@ __device__ __forceinline__ void rotate_vec(const P& p, const T* x, int e0, int64
     }
   } else {
     float c[kVec / 2], s[kVec / 2];
-    load_floats<kVec / 2>(p.table_dtype, p.cos, pos * half + e0 / 2, c);
-    load_floats<kVec / 2>(p.table_dtype, p.sin, pos * half + e0 / 2, s);
+    load_floats<kVec / 2>(dtype, cos_row, e0 / 2, c);
+    load_floats<kVec / 2>(dtype, sin_row, e0 / 2, s);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
       const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
@@ -297,6 +305,13 @@ __device__ __forceinline__ void rotate_vec(const P& p, const T* x, int e0, int64
       el[2 * j + 1] = round_to_dtype<T>(x0 * sj + x1 * cj);
     }
   }
+}
+template <typename T, int kVec, typename P, typename V>
+__device__ __forceinline__ void rotate_vec(const P& p, const T* x, int e0, int64_t pos, V& raw) {
+  const int half = p.rotary_dim / 2;
+  const V partner = p.neox ? *reinterpret_cast<const V*>(x + (e0 < half ? e0 + half : e0 - half)) : raw;
+  rotate_vec_rows<T, kVec>(p.neox, p.table_dtype, half, e0, table_row(p.table_dtype, p.cos, pos, half),
+                           table_row(p.table_dtype, p.sin, pos, half), partner, raw);
 }
 
 // Rotate the kVec elements from e0 held in `raw` (of row x) at table row pos: vectorized where

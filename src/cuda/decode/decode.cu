@@ -346,20 +346,30 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
     return Status::Invalid("workspace must be 256-byte aligned (cudaMalloc memory is)");
 
   // The fused append first (same stream: the decode kernel sees the new keys). With rotary the tile
-  // kernel rotates the queries itself as it loads them, where q is 16-byte aligned (its loads); else
-  // (v5, unaligned q) the append writes them rotated to the workspace's last section and the decode
-  // kernel reads them there once the append has completed.
+  // kernel rotates the queries itself as it loads them, where q is 16-byte aligned (its loads), the
+  // tables allow 8-element vectors (rotary_vec: rotary_dim a multiple of 16, tables 16-byte aligned)
+  // and seqlen_q <= kStagedRows (it stages the tables' rows of the queries' positions in shared
+  // memory: decode_tile_kernel.cuh, stage_tables); else (v5, or those not met) the append
+  // writes them rotated to the workspace's last section and the decode kernel reads them there once
+  // the append has completed.
   const int64_t es = 2;
-  const bool q_rotate = p.rotary_cos != nullptr && kernel == DecodeKernel::kTile &&
+  decode::DecodeParams rot;
+  decode::set_rotary(&rot, p, 8);
+  const bool tables_ok = p.rotary_cos == nullptr || rot.rotary_vec;
+  const bool q_rotate = p.rotary_cos != nullptr && kernel == DecodeKernel::kTile && tables_ok &&
+                        p.seqlen_q <= decode::kStagedRows &&
                         aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es);
   void* q_rot = p.rotary_cos != nullptr && !q_rotate ? static_cast<char*>(p.workspace) + partial_bytes(p, splits)
                                                      : nullptr;
-  // A decode step's few new keys (seqlen_new <= kAppendInKernel) are appended by the tile kernel
-  // itself (decode_tile_kernel.cuh, append_own_keys): one launch, not the append kernel's and then
-  // this one's. Larger appends (chunked prefill) keep the append kernel's parallelism.
-  constexpr int64_t kAppendInKernel = 16;
+  // A decode step's few new keys (seqlen_new <= new_rows_cap: 16 at hdim <= 128 with one row group)
+  // are appended by the tile kernel itself (decode_tile_kernel.cuh, stage_new_rows): one
+  // launch, not the append kernel's and then this one's. Larger appends (chunked prefill) keep the
+  // append kernel's parallelism.
+  const int bucket = p.head_dim <= 64 ? 64 : p.head_dim <= 128 ? 128 : 256;
   const bool append_in_kernel =
-      kernel == DecodeKernel::kTile && p.k_new.ptr != nullptr && p.seqlen_new <= kAppendInKernel && q_rot == nullptr &&
+      kernel == DecodeKernel::kTile && p.k_new.ptr != nullptr &&
+      p.seqlen_new <= decode::new_rows_cap(bucket, tile_row_groups(p, facts->sm_count)) && q_rot == nullptr &&
+      tables_ok &&
       aligned16(p.k_new.ptr, {p.k_new.batch_stride, p.k_new.row_stride, p.k_new.head_stride}, es) &&
       aligned16(p.v_new.ptr, {p.v_new.batch_stride, p.v_new.row_stride, p.v_new.head_stride}, es);
   bool appended = false;  // an append kernel was launched (the decode kernel is then its dependent)

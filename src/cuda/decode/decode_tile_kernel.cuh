@@ -103,6 +103,25 @@ constexpr int key_warps(int d, int row_groups) {
   return tile_shape(d).warps / (row_groups * tile_shape(d).col_split);
 }
 
+// The queries' and new keys' counts whose rotary-table rows and k_new / v_new rows the tile kernel
+// stages in shared memory (stage_new_rows, stage_tables, below): larger ones go to the append kernel
+// (decode.cu).
+constexpr int kStagedRows = 16;
+// The new keys a CTA of the fused append holds in shared memory (TileSmem::new_rows): the most of
+// 16, 8, 4, 2, 1 that keeps tile_shape(d).min_blocks CTAs on an SM (228 KiB of shared memory, 1 KiB
+// of it reserved per CTA) beside the rest of TileSmem (q, the stages with their paged offsets; the
+// merge buffers alias the stages and are smaller). decode.cu appends in the kernel only where
+// seqlen_new <= it: hdim 64 16 (8 with 2 row groups), 128 16 (8), 256 4.
+constexpr int tile_base_bytes(int d, int row_groups) {
+  return cta_rows(row_groups) * d * 2 + tile_shape(d).stages * tile_shape(d).block_n * (2 * d * 2 + 16);
+}
+constexpr int new_rows_cap(int d, int row_groups) {
+  int n = 16;
+  while (n > 0 && tile_shape(d).min_blocks * (tile_base_bytes(d, row_groups) + 2 * n * d * 2 + 1024) > 228 * 1024)
+    n /= 2;
+  return n;
+}
+
 // Shared memory of the tile kernel. 16-bit elements as uint16_t (the union needs trivial types).
 // Rows are swizzled (swizzle()): an ldmatrix reads 8 rows of one 16-byte column chunk, which without
 // it would sit in the same banks (rows are 128 / 256 / 512 bytes).
@@ -128,6 +147,14 @@ struct TileSmem {
       float o[kKeyWarps * kRows * kD];  // (key warps, kRows, kD)
     } merge;
   };
+  // After the stages, which keep their offsets: placed between q and the stages, the new rows
+  // (8 KiB + 16 bytes) left the stages 16 bytes off a 128-byte boundary, and the plain decode ran
+  // 12 % slower (H200, 1k and 4k; docs/perf.md, session 32). The fused append's new keys (K
+  // rotated, V), 2 rows a key (stage_new_rows), and where the loop copies them into a tile
+  // (relative to the CTA's first key k_begin: the first new key, the CTA's key count, and k_begin's
+  // index in new_rows' keys; kept here, not in registers).
+  alignas(16) uint16_t new_rows[2 * new_rows_cap(kD, kRowGroups) * kD];
+  int patch[3];
 };
 
 // Element index of (row, 16-byte chunk c) in a swizzled (rows, kD) buffer: chunk c ^ (row % 8), so
@@ -155,57 +182,163 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 // kPaged: the cache is paged (p.block_table); false: contiguous rows, one per slot, so a thread's
 // copy addresses are a base pointer plus multiples of the row stride (no per-key index math).
 // kRowGroups: see cta_rows() above.
-// The fused append inside the tile kernel (DecodeParams::append_in_kernel): the CTA writes the new
-// keys j in [L - seqlen_new, L) that its split's keys [n0, n1) hold (the regular splits cover
-// [0, L) once, so every new key is written even where no row sees it; the sink split's range holds
-// new keys only in a sequence shorter than its sink tokens), as append_kernel.cuh writes them:
-// K rotated at position j, V bit for bit, nothing of a sequence that fails the append's rule, no
-// write to a page entry or cache row out of range. The CTAs of one split (query-row chunks) write
-// the same bytes, and each reads back only what it wrote itself, after the fence and the barrier:
-// no CTA waits for another.
-template <typename T, int kD>
-__device__ __noinline__ void append_own_keys(const DecodeParams& p, int b, int hk, int64_t lp, int64_t L,
-                                                int64_t n0, int64_t n1, int tid, int threads, bool fence) {
-  int64_t len, lp_ok;
+// The fused append and the queries' rotation inside the tile kernel (DecodeParams::append_in_kernel,
+// q_rotate) touch no global memory between the prologue's tile copies and the end of the loop: a
+// load or store issued behind those copies waits for them (~16 MB from all CTAs at B 32, hdim
+// 128). Per-CTA globaltimer marks (H200, 1k, L2 flushed) had the prologue end at 9-10 µs with the
+// rotation's and the append's global loads and stores there (and a gpu-scope fence in the loop),
+// against 5 µs for a plain decode; a step with append + rotary took 21 % longer than a plain one,
+// 15 % now (CUDA-graph replays; docs/perf.md, session 32). So:
+//   * stage_new_rows copies (cp.async) k_new / v_new rows t of the sequence's seqlen_new into
+//     TileSmem::new_rows at the kernel's start, beside Q's loads: they need no length;
+//   * stage_tables copies the rotary tables' rows of the positions [pos0, L) (the queries'
+//     positions L - seqlen_q + i and the new keys' j) into the pipeline's last stage, which no
+//     tile uses before the loop, once split_keys has the length and before the tile copies; one
+//     group with the new rows, waited for after the tile copies' issue;
+//   * the sequence's append rule (seq_ok) comes from the lengths split_keys read;
+//   * rotate_new_keys rotates the staged K rows in place; the loop copies the new rows into the
+//     stage of each tile that holds them (the tile's copies brought the slots' old contents);
+//   * store_new_keys writes them to the cache after the loop, when no copy is in flight (no other
+//     CTA reads them in this kernel: no fence).
+// Both counts are <= kStagedRows (decode.cu sends larger ones to the append kernel); the new rows
+// are <= new_rows_cap (TileSmem).
+//   new_rows:  new key t's (key L - seqlen_new + t) K row at row 2 t, its V row at 2 t + 1 (kD
+//              elements a row);
+//   K stage:   cos row of position pos0 + r at row r, sin row at kStagedRows + r (a table row is
+//              rotary_dim / 2 entries of <= 4 bytes: <= kD 16-bit elements; <= 32 rows).
+struct Staged {
+  uint16_t* rows;    // TileSmem::new_rows
+  uint16_t* tables;  // the last stage's K tile
+  int64_t pos0;      // the position of table row 0
+};
+template <int kD>
+__device__ __forceinline__ uint16_t* staged_table(const Staged& st, bool sin, int64_t pos) {
+  return st.tables + ((sin ? kStagedRows : 0) + (pos - st.pos0)) * kD;
+}
+
+// The new keys j in [L - seqlen_new, L) that a CTA's split [n0, n1) holds: [j0, n1) when j0 < n1.
+__device__ __forceinline__ int64_t first_new_key(const DecodeParams& p, int64_t L, int64_t n0) {
   const int64_t new0 = L - p.seqlen_new;
-  const int64_t j0 = n0 > new0 ? n0 : new0;
-  if (j0 < n1 && sequence_ok(p, b, &len, &lp_ok)) {
-    constexpr int kVecs = kD / 8;  // 16-byte vectors of a row (head_dim <= kD)
-    const int count = static_cast<int>(n1 - j0) * 2 * kVecs;  // (key, K or V, vector); seqlen_new <= 16
-    for (int e = tid; e < count; e += threads) {
-      const int vec = e % kVecs, kv = (e / kVecs) % 2, jj = e / (2 * kVecs);
-      if (vec * 8 >= p.head_dim) continue;
-      const int64_t j = j0 + jj, t = j - new0, slot = lp + j;
-      int64_t block, within;
-      slot_place(p, b, slot, &block, &within);
-      if (block < 0 || block >= (p.block_table != nullptr ? p.num_pages : p.batch_cache)) continue;
-      const bool is_k = kv == 0;
-      const T* src = is_k ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + t * p.kn_row_stride +
-                                int64_t(hk) * p.kn_head_stride
-                          : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + t * p.vn_row_stride +
-                                int64_t(hk) * p.vn_head_stride;
-      // The cache is read-only everywhere else in this kernel (const in DecodeParams); these are
-      // the slots the call appends.
-      T* dst = const_cast<T*>(static_cast<const T*>(is_k ? p.k : p.v)) +
-               (is_k ? block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride
-                     : block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride);
-      uint4 raw = *reinterpret_cast<const uint4*>(src + vec * 8);
-      if (is_k && vec * 8 < p.rotary_dim) rotate<T, 8>(p, src, vec * 8, j, raw);
-      *reinterpret_cast<uint4*>(dst + vec * 8) = raw;
-    }
-    // In L2 before any cp.async of this CTA (which reads there) asks for them: here when the next
-    // copy may hold a new key, else in the loop before the copy that does (the caller's barrier
-    // follows either way).
-    if (fence) __threadfence();
+  return n0 > new0 ? n0 : new0;
+}
+
+// The copies of the new keys' rows: k_new / v_new rows t in [0, seqlen_new) of kv head hk into
+// new_rows (a thread per 16-byte chunk). They need no length: issued with Q's loads, at the start.
+template <typename T, int kD>
+__device__ __noinline__ void stage_new_rows(const DecodeParams& p, int b, int hk, uint16_t* rows, int tid,
+                                            int threads) {
+  const int row_vecs = p.head_dim / 8;
+  for (int e = tid; e < p.seqlen_new * 2 * row_vecs; e += threads) {  // (t, K | V, vec)
+    const int vec = e % row_vecs, kv = (e / row_vecs) % 2, t = e / (2 * row_vecs);
+    const T* src = kv == 0 ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + t * p.kn_row_stride +
+                                 int64_t(hk) * p.kn_head_stride
+                           : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + t * p.vn_row_stride +
+                                 int64_t(hk) * p.vn_head_stride;
+    cp_async_16(rows + (2 * t + kv) * kD + vec * 8, src + vec * 8, true);
+  }
+}
+// The copies of the rotary tables' rows of the positions [pos0, L) into the last stage's K tile;
+// nothing for a sequence that fails the append's rule (it writes nothing and its outputs are NaN).
+template <int kD>
+__device__ __noinline__ void stage_tables(const DecodeParams& p, int64_t L, bool seq_ok, Staged st, int tid,
+                                          int threads) {
+  static_assert(2 * kStagedRows <= tile_shape(kD).block_n, "the tables' rows fit a stage's K tile");
+  if (!seq_ok || p.rotary_dim == 0) return;
+  const int table_vecs = p.rotary_dim / 2 * (p.table_dtype == kTableF32 ? 4 : 2) / 16;  // 16-byte chunks of a row
+  for (int e = tid; e < static_cast<int>(L - st.pos0) * 2 * table_vecs; e += threads) {  // (pos, cos | sin, vec)
+    const int vec = e % table_vecs, sin = (e / table_vecs) % 2;
+    const int64_t pos = st.pos0 + e / (2 * table_vecs);
+    const char* src = static_cast<const char*>(table_row(p.table_dtype, sin ? p.sin : p.cos, pos, p.rotary_dim / 2));
+    cp_async_16(reinterpret_cast<char*>(staged_table<kD>(st, sin, pos)) + vec * 16, src + vec * 16, true);
   }
 }
 
-// rotate_query (append_kernel.cuh) out of line: its table-type and pair-style variants stay out of
-// the kernel's body (inlined, they and append_own_keys' made the plain decode 6 µs slower at 1k,
-// 59 against 53 µs in CUDA-graph replays on the H100, though never executed; session 26).
-template <typename T>
-__device__ __noinline__ uint4 rotated_query(const DecodeParams& p, int b, int i, const T* qrow, int e0, uint4 v) {
-  rotate_query<T, 8>(p, b, i, qrow, e0, v);
+// The staged K rows of the new keys [j0, n1) rotated in place at their positions j, as
+// append_kernel.cuh rotates them (rotate_vec_rows: the same bits). NeoX: a thread per pair of
+// vectors (c, c + rotary_dim / 16), both read before either is written; interleaved pairs: a
+// thread per vector.
+template <typename T, int kD>
+__device__ __noinline__ void rotate_new_keys(const DecodeParams& p, int64_t L, int64_t n1, int64_t j0, Staged st,
+                                             int tid, int threads) {
+  const int half = p.rotary_dim / 2, units = p.neox ? half / 8 : p.rotary_dim / 8;
+  const int64_t new0 = L - p.seqlen_new;
+  const int count = static_cast<int>(n1 - j0) * units;
+  for (int e = tid; e < count; e += threads) {
+    const int c = e % units;
+    const int64_t j = j0 + e / units;
+    uint16_t* row = st.rows + 2 * (j - new0) * kD;  // K row of key j
+    const void* cr = staged_table<kD>(st, false, j);
+    const void* sr = staged_table<kD>(st, true, j);
+    uint4 a = *reinterpret_cast<const uint4*>(row + c * 8);
+    if (p.neox) {
+      uint4 z = *reinterpret_cast<const uint4*>(row + c * 8 + half);
+      const uint4 a0 = a;
+      rotate_vec_rows<T, 8>(true, p.table_dtype, half, c * 8, cr, sr, z, a);
+      rotate_vec_rows<T, 8>(true, p.table_dtype, half, c * 8 + half, cr, sr, a0, z);
+      *reinterpret_cast<uint4*>(row + c * 8 + half) = z;
+    } else {
+      rotate_vec_rows<T, 8>(false, p.table_dtype, half, c * 8, cr, sr, a, a);
+    }
+    *reinterpret_cast<uint4*>(row + c * 8) = a;
+  }
+}
+
+// The fused append's writes (DecodeParams::append_in_kernel), after the loop: the new keys j in
+// [L - seqlen_new, L) that this split's keys [n0, n1) hold (the regular splits cover [0, L) once,
+// so every new key is written even where no row sees it; the sink split's range holds new keys only
+// in a sequence shorter than its sink tokens), from new_rows: K rotated at position j, V bit for
+// bit, as append_kernel.cuh writes them; nothing of a sequence that fails the append's rule, no
+// write to a page entry or cache row out of range. The CTAs of one split (query-row chunks) write
+// the same bytes, and none reads them in this kernel (each took its own copy from new_rows).
+// The CTA's coordinates are found again here (cta_work, split_keys: a few loads once the loop is
+// done) rather than kept in registers through the loop.
+template <typename T, int kD, int kRows>
+__device__ __noinline__ void store_new_keys(const DecodeParams& p, const uint16_t* rows, int tid, int threads) {
+  const CtaWork w = cta_work(p, kRows);
+  const int b = w.b, hk = w.hk;
+  int64_t lp, L, n0, n1;
+  bool sinks;
+  split_keys(p, b, w.split, &lp, &L, &n0, &n1, &sinks);
+  if (!sequence_ok_for(p, L - p.seqlen_new + lp, lp)) return;  // nothing of it is written
+  const int64_t j0 = first_new_key(p, L, n0), new0 = L - p.seqlen_new;
+  constexpr int kVecs = kD / 8;  // 16-byte vectors of a row (head_dim <= kD)
+  const int count = j0 < n1 ? static_cast<int>(n1 - j0) * 2 * kVecs : 0;  // (key, K or V, vector)
+  for (int e = tid; e < count; e += threads) {
+    const int vec = e % kVecs, kv = (e / kVecs) % 2, jj = e / (2 * kVecs);
+    if (vec * 8 >= p.head_dim) continue;
+    int64_t block, within;
+    slot_place(p, b, lp + j0 + jj, &block, &within);
+    if (block < 0 || block >= (p.block_table != nullptr ? p.num_pages : p.batch_cache)) continue;
+    const bool is_k = kv == 0;
+    // The cache is read-only everywhere else in this kernel (const in DecodeParams); these are the
+    // slots the call appends.
+    T* dst = const_cast<T*>(static_cast<const T*>(is_k ? p.k : p.v)) +
+             (is_k ? block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride
+                   : block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride);
+    *reinterpret_cast<uint4*>(dst + vec * 8) =
+        *reinterpret_cast<const uint4*>(rows + (2 * (j0 + jj - new0) + kv) * kD + vec * 8);
+  }
+}
+
+// Query i's 8 elements from e0 (`v`, of a sequence with seq_ok its append rule) rotated at its
+// position L - seqlen_q + i as append_kernel.cuh's rotate_query rotates them (NaN where the rule
+// fails or the position is negative), with the staged table rows and the NeoX partner vector
+// `partner` (the kernel shuffles it from the lane holding it). Out of line: its table-type and
+// pair-style variants stay out of the kernel's body (inlined, the earlier rotation and append code
+// made the plain decode 6 µs slower at 1k, 59 against 53 µs in CUDA-graph replays on the H100,
+// though never executed; session 26).
+template <typename T, int kD>
+__device__ __noinline__ uint4 rotated_query(const DecodeParams& p, int i, int64_t L, bool seq_ok, int e0, uint4 v,
+                                            uint4 partner, Staged st) {
+  const int64_t pos = L - p.seqlen_q + i;
+  if (!seq_ok || pos < 0) {
+    T* el = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));
+  } else if (e0 < p.rotary_dim) {
+    rotate_vec_rows<T, 8>(p.neox, p.table_dtype, p.rotary_dim / 2, e0, staged_table<kD>(st, false, pos),
+                          staged_table<kD>(st, true, pos), partner, v);
+  }
   return v;
 }
 
@@ -231,6 +364,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
   static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
   static_assert(kStages >= 2, "a pipeline needs two stages");
+  static_assert(kShape.min_blocks * (sizeof(TileSmem<kD, kRowGroups>) + 1024) <= 228 * 1024,
+                "min_blocks CTAs fit an SM's shared memory (new_rows_cap)");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   TileSmem<kD, kRowGroups>& sm = *reinterpret_cast<TileSmem<kD, kRowGroups>*>(smem_raw);
 
@@ -248,7 +383,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // CTA's start, 4.7 µs with this order. The step's time moved less: CUDA-graph replays 0.3-1 %
   // faster at 1k / 4k (docs/perf.md, session 31). A thread holds its chunks raw (the rotation needs
   // the sequence's length) until the smem store after the copies' issue. With an append in this
-  // kernel, threads [0, kAppendThreads) append and the others load Q. Where the kernel must wait
+  // kernel, threads [0, kAppendThreads) rotate the new keys and the others load Q. Where the kernel must wait
   // for an append kernel before its first read (wait_first: Q rotated into the workspace by it, or
   // cache_batch_idx), it waits here.
   constexpr int kAppendThreads = kThreadsCta / 2;
@@ -271,6 +406,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     const int e = q_first + u * q_step;
     qv[u] = q_real(e) ? *reinterpret_cast<const uint4*>(q_row(e) + (e % kChunks) * 8) : make_uint4(0, 0, 0, 0);
   }
+  // The fused append's new rows go out beside Q's loads (the comment above stage_new_rows).
+  if (p.append_in_kernel) stage_new_rows<T, kD>(p, b, hk, sm.new_rows, tid, kThreadsCta);
 
   int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
   bool sinks;             // the sink tokens' split (decode_kernel.cuh, DecodeParams::sink_split)
@@ -433,58 +570,78 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     if (tile == wait_tile) ptx::grid_dependency_wait();  // uniform over the CTA
     load_tile(stage);
   };
-  // With the append in this kernel (append_in_kernel: no append kernel ran, the waits are no-ops)
-  // the CTA writes its new keys in the pipeline's prologue, once the tiles before the first holding
-  // a new key (up to kStages - 1 of them) are in flight: the writes overlap those copies. (Written
-  // before any copy they cost a 1k step ~9 %, 44 -> 48 us in the C++ FusedDecodeBandwidth test on an
-  // H200; written in the loop, before the load of wait_tile, they cost the loop 30-40 registers.
-  // With the split below and the deferred fence, append + rotary adds 11.5 % at 1k instead of 20 %
-  // in CUDA-graph replays on the H100: docs/perf.md, session 26.)
-  const int append_tile = wait_tile < kStages - 1 ? wait_tile : kStages - 1;
-  // The new keys' stores are fenced at once when the prologue loads the first tile holding one,
-  // else by the appending threads in the loop, before the barrier ahead of that tile's copy: by
-  // then the stores have long landed, and the fence waits for nothing.
-  const bool fence_now = wait_tile <= kStages - 1;
-  // Threads [0, kAppendThreads) append while the others store the queries (two chains of global
-  // loads side by side, not one after the other); without an append every thread stores queries.
+  // The fused append in this kernel (append_in_kernel: no append kernel ran, the waits are no-ops)
+  // and the queries' rotation (q_rotate) work from shared memory (the comment above stage_new_rows):
+  // their inputs are staged ahead of the tile copies; threads [0, kAppendThreads) rotate the new
+  // keys while the others store the queries (without an append every thread stores queries).
   const bool appends = p.append_in_kernel && tid < kAppendThreads;
+  const bool staging = p.append_in_kernel || p.q_rotate;  // uniform over the CTA
+  const bool seq_ok = sequence_ok_for(p, L - p.seqlen_new + lp, lp);
+  Staged st;
+  st.rows = sm.new_rows;
+  st.tables = sm.kv.k[kStages - 1];
+  {
+    // the queries' positions, and the new keys' where this kernel appends them (an append kernel's
+    // new keys, seqlen_new > new_rows_cap, come rotated: their tables' rows are not staged)
+    const int64_t n_new = p.append_in_kernel ? p.seqlen_new : 0;
+    const int64_t n_pos = p.seqlen_q > n_new ? p.seqlen_q : n_new;
+    st.pos0 = L > n_pos ? L - n_pos : 0;
+  }
+  const int64_t j0 = first_new_key(p, L, n0);
+  if (staging) {  // one group: the new rows (issued at the start) and the tables' rows
+    stage_tables<kD>(p, L, seq_ok, st, tid, kThreadsCta);
+    cp_async_commit();
+  }
 
   // The pipeline: kStages - 1 tiles in flight before the first wait; one group committed per
   // stage (empty past the last tile) so wait_group<kStages - 2> always means "tile `tile` landed".
-  // The prologue's stages before append_tile; the append beside the queries' load, then a barrier
-  // (one call site each: their code stays out of the kernel's hot path); then the rest.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < append_tile) {
-      if (s < n_tiles) load_tile_after_append(s, s);
-      cp_async_commit();
-    }
+    if (s < n_tiles) load_tile_after_append(s, s);
+    cp_async_commit();
+  }
+  if (staging) {  // the staged group (the oldest) landed, every thread's
+    cp_async_wait<kStages - 1>();
+    __syncthreads();
   }
   // Q -> shared memory (its loads went out at the start), rotated where asked, zero past the rows
   // and past head_dim (padding rows score 0 and are masked). One branch: the queries' registers are
   // dead on the append's path (no register is live across its out-of-line call).
   if (appends) {
-    append_own_keys<T, kD>(p, b, hk, lp, L, n0, n1, tid, kAppendThreads, fence_now);
+    if (p.rotary_dim > 0 && seq_ok && j0 < n1) rotate_new_keys<T, kD>(p, L, n1, j0, st, tid, kAppendThreads);
   } else {
 #pragma unroll
     for (int u = 0; u < kQPerThread; ++u) {
       const int e = q_first + u * q_step;
-      if (e < kQChunks) {
+      if (e < kQChunks) {  // uniform over a warp (kQChunks, q_first's offset and q_step are multiples of 32)
         uint4 v = qv[u];
-        if (p.q_rotate && q_real(e))
-          v = rotated_query<T>(p, b, (row0 + e / kChunks) / p.group, q_row(e), (e % kChunks) * 8, v);
+        if (p.q_rotate) {
+          // NeoX: the partner vector, half / 8 chunks away in the same row, from the lane that
+          // holds it (a row's kChunks chunks are kChunks consecutive lanes); interleaved: unused.
+          const int c = e % kChunks, hc = p.rotary_dim / 16;
+          const int src = c < hc ? lane + hc : c < 2 * hc ? lane - hc : lane;
+          uint4 partner;
+          partner.x = __shfl_sync(0xffffffffu, v.x, src);
+          partner.y = __shfl_sync(0xffffffffu, v.y, src);
+          partner.z = __shfl_sync(0xffffffffu, v.z, src);
+          partner.w = __shfl_sync(0xffffffffu, v.w, src);
+          if (q_real(e)) v = rotated_query<T, kD>(p, (row0 + e / kChunks) / p.group, L, seq_ok, c * 8, v, partner, st);
+        }
         *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(e / kChunks, e % kChunks)]) = v;
       }
     }
   }
-  __syncthreads();  // Q's stores and the new keys' (fenced, where a copy of them comes next)
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s >= append_tile) {
-      if (s < n_tiles) load_tile_after_append(s, s);
-      cp_async_commit();
-    }
+  // The tiles holding new keys (from wait_tile on) get them from new_rows (the copies brought the
+  // slots' old contents); a sequence that fails the append's rule stores NaN outputs anyway, and its
+  // tiles are left as copied (wait_tile past the last: with the append in this kernel no append
+  // kernel ran, so wait_tile's wait has nothing to wait for).
+  if (p.append_in_kernel && !seq_ok) wait_tile = n_tiles;
+  if (p.append_in_kernel && seq_ok && tid == 0) {  // ints: a CTA's keys lie within one split (< 2^31)
+    sm.patch[0] = static_cast<int>(new0 - k_begin);
+    sm.patch[1] = static_cast<int>(k_end - k_begin);
+    sm.patch[2] = static_cast<int>(k_begin - new0);
   }
+  __syncthreads();  // Q's stores, the rotated new keys, sm.patch
   // Q's fragments: matrices (rows 0-7 | 8-15 of the warp's) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
   auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
     ldmatrix_x4(a, &sm.q[swizzle<kD>(wrow0 + (lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
@@ -500,12 +657,27 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   for (int tile = 0, stage = 0; tile < n_tiles; ++tile, stage = stage == kStages - 1 ? 0 : stage + 1) {
     const int load_stage = stage == 0 ? kStages - 1 : stage - 1;  // (tile + kStages - 1) % kStages
     cp_async_wait<kStages - 2>();
-    if (appends && !fence_now && tile + kStages - 1 == wait_tile) __threadfence();  // the new keys' (above)
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
     // next load overwrites.
     __syncthreads();
     if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1, load_stage);
     cp_async_commit();
+    if (p.append_in_kernel && tile >= wait_tile) {  // uniform over the CTA: the new keys' rows of this tile
+      // rows [lo, hi) of the tile (keys from k_begin: t0 + row) hold new keys; the thread's chunk c
+      // of its copy rows r0 + it · kRowsPerPass (load_tile's), K and V
+      const int t0 = tile * kBlockN, lo = sm.patch[0] - t0, hi = sm.patch[1] - t0, src0 = t0 + sm.patch[2];
+#pragma unroll
+      for (int it = 0; it < kPasses; ++it) {
+        const int r = r0 + it * kRowsPerPass;
+        if (chunk_in && r >= lo && r < hi) {
+          const uint16_t* nr = &sm.new_rows[2 * (src0 + r) * kD + c * 8];
+          const int d = swizzle<kD>(r, c);
+          *reinterpret_cast<uint4*>(&sm.kv.k[stage][d]) = *reinterpret_cast<const uint4*>(nr);
+          *reinterpret_cast<uint4*>(&sm.kv.v[stage][d]) = *reinterpret_cast<const uint4*>(nr + kD);
+        }
+      }
+      __syncthreads();
+    }
     if constexpr (kPaged) {
       store_entry(tile + kStages, stage);
       read_entry(tile + kStages + 1);
@@ -633,6 +805,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           make_float2(o[n][2 * h], o[n][2 * h + 1]);
   }
   __syncthreads();
+  if (p.append_in_kernel && tid < kAppendThreads) store_new_keys<T, kD, kRows>(p, sm.new_rows, tid, kAppendThreads);
   // A CTA without new keys has not waited yet: no CTA of this kernel completes before the fused
   // append, so what follows on the stream (the combine, the caller's next kernel) sees the cache
   // appended. By now the append has long completed: the wait costs nothing.
