@@ -167,10 +167,12 @@ __device__ __forceinline__ int64_t append_slot_offset(const AppendParams& p, int
 enum TableDtype : int { kTableF32 = 0, kTableBF16 = 1, kTableF16 = 2 };
 // The host side (kvcache_ops.cu's append, decode.cu's tile kernel): a params struct's rotary fields
 // (AppendParams or DecodeParams: cos, sin, table_dtype, rotary_dim, rotary_max_pos, neox,
-// rotary_vec) from the call's. rotary_vec is rotate_vec's rule for k_vec-element vectors (k_vec < 4:
-// never): half the rotary dims whole vectors, both tables 16-byte aligned.
+// rotary_vec) from the call's. rotary_vec (rotary_vec_ok, which decode.cu also asks before
+// set_rotary) is rotate_vec's rule for k_vec-element vectors (k_vec < 4: never): half the rotary
+// dims whole vectors, both tables 16-byte aligned.
 // And the new rows' fields (k_new, v_new, their strides, and the bounds a write checks: num_pages,
-// batch_cache), which AppendParams and DecodeParams (append_own_keys) name alike.
+// batch_cache), which AppendParams and DecodeParams (decode_tile_kernel.cuh, store_new_keys) name
+// alike.
 template <typename P>
 inline void set_new_rows(P* d, const KvCacheParams& p) {
   d->k_new = p.k_new.ptr;
@@ -184,6 +186,10 @@ inline void set_new_rows(P* d, const KvCacheParams& p) {
   d->num_pages = p.num_pages;
   d->batch_cache = p.batch_cache ? p.batch_cache : p.batch;
 }
+inline bool rotary_vec_ok(const KvCacheParams& p, int k_vec) {
+  return k_vec >= 4 && (p.rotary_dim / 2) % k_vec == 0 && reinterpret_cast<uintptr_t>(p.rotary_cos) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(p.rotary_sin) % 16 == 0;
+}
 template <typename P>
 inline void set_rotary(P* d, const KvCacheParams& p, int k_vec) {
   if (p.rotary_cos == nullptr) return;
@@ -194,8 +200,7 @@ inline void set_rotary(P* d, const KvCacheParams& p, int k_vec) {
   d->rotary_dim = static_cast<int>(p.rotary_dim);
   d->rotary_max_pos = p.rotary_max_pos;
   d->neox = p.rotary_style == RotaryStyle::kNeoX;
-  d->rotary_vec = k_vec >= 4 && (d->rotary_dim / 2) % k_vec == 0 && reinterpret_cast<uintptr_t>(d->cos) % 16 == 0 &&
-                  reinterpret_cast<uintptr_t>(d->sin) % 16 == 0;
+  d->rotary_vec = rotary_vec_ok(p, k_vec);
 }
 
 __device__ __forceinline__ float table_at(int dtype, const void* t, int64_t i) {

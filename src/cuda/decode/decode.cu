@@ -353,9 +353,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   // writes them rotated to the workspace's last section and the decode kernel reads them there once
   // the append has completed.
   const int64_t es = 2;
-  decode::DecodeParams rot;
-  decode::set_rotary(&rot, p, 8);
-  const bool tables_ok = p.rotary_cos == nullptr || rot.rotary_vec;
+  const bool tables_ok = p.rotary_cos == nullptr || decode::rotary_vec_ok(p, 8);
   const bool q_rotate = p.rotary_cos != nullptr && kernel == DecodeKernel::kTile && tables_ok &&
                         p.seqlen_q <= decode::kStagedRows &&
                         aligned16(p.q.ptr, {p.q.batch_stride, p.q.row_stride, p.q.head_stride}, es);
@@ -411,7 +409,7 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   dp.append_in_kernel = append_in_kernel;
   if (append_in_kernel) decode::set_new_rows(&dp, p);
   dp.capacity = capacity(p);
-  decode::set_rotary(&dp, p, 8);  // the tile kernel rotates 8-element vectors (q_rotate, append_own_keys)
+  decode::set_rotary(&dp, p, 8);  // the tile kernel rotates 8-element vectors (q_rotate, rotate_new_keys)
   dp.q_rotate = q_rotate;
   dp.wait_first = q_rot != nullptr || p.cache_batch_idx != nullptr;
   dp.sink_logits = p.sink_logits;

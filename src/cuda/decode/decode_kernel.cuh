@@ -80,9 +80,10 @@ struct DecodeParams {
   int64_t capacity = 0;       // cache slots per sequence
   int rotary_dim = 0;         // 0: no rotary; else positions must stay within the table's rows
   int64_t rotary_max_pos = 0;
-  // Rotated queries: with q_rotate (the tile kernel) q is the caller's, rotated as it is loaded
-  // (append_kernel.cuh, rotate_query: the append's code and bits) with these tables; else q is
-  // the fused append's rotated workspace copy (v5, or q not 16-byte aligned).
+  // Rotated queries: with q_rotate (the tile kernel) q is the caller's, rotated after its load with
+  // these tables' rows staged in shared memory (append_kernel.cuh, rotate_vec_rows: the append's
+  // code and bits); else q is the fused append's rotated workspace copy (v5, q not 16-byte aligned,
+  // seqlen_q > kStagedRows, or tables that fail rotary_vec_ok for 8-element vectors).
   bool q_rotate = false;
   const void* cos = nullptr;  // (rotary_max_pos, rotary_dim / 2) in table_dtype (append_kernel.cuh)
   const void* sin = nullptr;

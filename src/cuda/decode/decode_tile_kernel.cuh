@@ -107,17 +107,22 @@ constexpr int key_warps(int d, int row_groups) {
 // stages in shared memory (stage_new_rows, stage_tables, below): larger ones go to the append kernel
 // (decode.cu).
 constexpr int kStagedRows = 16;
+// An sm_90 SM's shared memory (228 KiB; 227 KiB at most a block) and what the hardware reserves of
+// it per CTA. (An sm_80 SM has 164 KiB: there hdim 128 and 256 run one CTA an SM, with or without
+// new_rows, and hdim 64 two.)
+constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerCta = 1024;
 // The new keys a CTA of the fused append holds in shared memory (TileSmem::new_rows): the most of
-// 16, 8, 4, 2, 1 that keeps tile_shape(d).min_blocks CTAs on an SM (228 KiB of shared memory, 1 KiB
-// of it reserved per CTA) beside the rest of TileSmem (q, the stages with their paged offsets; the
-// merge buffers alias the stages and are smaller). decode.cu appends in the kernel only where
-// seqlen_new <= it: hdim 64 16 (8 with 2 row groups), 128 16 (8), 256 4.
+// 16, 8, 4, 2, 1 that keeps tile_shape(d).min_blocks CTAs on an sm_90 SM beside the rest of
+// TileSmem (q, the stages with their paged offsets; the merge buffers alias the stages and are
+// smaller). decode.cu appends in the kernel only where seqlen_new <= it: hdim 64 16 (8 with 2 row
+// groups), 128 16 (8), 256 4.
 constexpr int tile_base_bytes(int d, int row_groups) {
   return cta_rows(row_groups) * d * 2 + tile_shape(d).stages * tile_shape(d).block_n * (2 * d * 2 + 16);
 }
 constexpr int new_rows_cap(int d, int row_groups) {
   int n = 16;
-  while (n > 0 && tile_shape(d).min_blocks * (tile_base_bytes(d, row_groups) + 2 * n * d * 2 + 1024) > 228 * 1024)
+  while (n > 0 &&
+         tile_shape(d).min_blocks * (tile_base_bytes(d, row_groups) + 2 * n * d * 2 + kSmemReservedPerCta) > kSmemPerSm)
     n /= 2;
   return n;
 }
@@ -364,7 +369,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   static_assert(kWarps % kColSplit == 0 && kDw % 16 == 0, "column parts of 16-column pairs");
   static_assert(kThreadsCta % kChunks == 0 && kBlockN % kRowsPerPass == 0, "copies cover a tile evenly");
   static_assert(kStages >= 2, "a pipeline needs two stages");
-  static_assert(kShape.min_blocks * (sizeof(TileSmem<kD, kRowGroups>) + 1024) <= 228 * 1024,
+  static_assert(kShape.min_blocks * (sizeof(TileSmem<kD, kRowGroups>) + kSmemReservedPerCta) <= kSmemPerSm,
                 "min_blocks CTAs fit an SM's shared memory (new_rows_cap)");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   TileSmem<kD, kRowGroups>& sm = *reinterpret_cast<TileSmem<kD, kRowGroups>*>(smem_raw);
@@ -383,8 +388,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // CTA's start, 4.7 µs with this order. The step's time moved less: CUDA-graph replays 0.3-1 %
   // faster at 1k / 4k (docs/perf.md, session 31). A thread holds its chunks raw (the rotation needs
   // the sequence's length) until the smem store after the copies' issue. With an append in this
-  // kernel, threads [0, kAppendThreads) rotate the new keys and the others load Q. Where the kernel must wait
-  // for an append kernel before its first read (wait_first: Q rotated into the workspace by it, or
+  // kernel, threads [0, kAppendThreads) rotate the new keys and the others load Q. Where the kernel
+  // must wait for an append kernel before its first read (wait_first: Q rotated into the workspace by it, or
   // cache_batch_idx), it waits here.
   constexpr int kAppendThreads = kThreadsCta / 2;
   constexpr int kQChunks = kRows * kChunks;
