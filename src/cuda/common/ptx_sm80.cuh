@@ -15,12 +15,44 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace flashlab {
 namespace ptx {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+// A 4-, 8- or 16-byte load / store at a generic pointer into shared memory, as ld.shared /
+// st.shared. Where the compiler cannot tell that a pointer is a shared one (an out-of-line
+// function's argument) it emits generic loads and stores; the decode tile kernel's out-of-line
+// rotation reads its staged rows with these (~0.3 µs of a 40 µs step at 1k on the H200:
+// docs/perf.md, session 33). The "memory" clobber keeps them in order with the compiler's own
+// shared-memory accesses.
+template <typename W>
+__device__ __forceinline__ W lds(const void* ptr) {
+  static_assert(sizeof(W) == 4 || sizeof(W) == 8 || sizeof(W) == 16, "4, 8 or 16 bytes");
+  uint32_t r[sizeof(W) / 4];
+  if constexpr (sizeof(W) == 16)
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(ptr))
+                 : "memory");
+  else if constexpr (sizeof(W) == 8)
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(smem_u32(ptr))
+                 : "memory");
+  else
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[0]) : "r"(smem_u32(ptr)) : "memory");
+  W w;
+  memcpy(&w, r, sizeof(W));
+  return w;
+}
+__device__ __forceinline__ void sts16(void* ptr, const uint4& v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_u32(ptr)), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* ptr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -114,11 +114,14 @@ template <typename T>
 __device__ __forceinline__ T round_to_dtype(double x);
 template <>
 __device__ __forceinline__ float round_to_dtype(double x) { return __double2float_rn(x); }
+// Round-to-odd without branches: toward zero, then the last bit set where that was inexact (of the
+// two floats around x, that makes the odd one). Above FLT_MAX it gives FLT_MAX (odd), which T's
+// rounding takes to inf, as it takes inf; a NaN stays a NaN. Until session 33 it rounded to nearest
+// and stepped with nextafterf, a branchy library call: the fused rotation of a decode step at 1k
+// took ~2.4 µs longer (CUDA-graph replays, H200: docs/perf.md, session 33).
 __device__ __forceinline__ float round_to_odd_float(double x) {
-  float f = __double2float_rn(x);
-  if (isfinite(f) && static_cast<double>(f) != x && (__float_as_uint(f) & 1u) == 0u)
-    f = nextafterf(f, x > static_cast<double>(f) ? INFINITY : -INFINITY);
-  return f;
+  const float t = __double2float_rz(x);
+  return __uint_as_float(__float_as_uint(t) | (static_cast<double>(t) != x ? 1u : 0u));
 }
 template <>
 __device__ __forceinline__ __half round_to_dtype(double x) { return __float2half_rn(round_to_odd_float(x)); }
@@ -242,13 +245,21 @@ __device__ __forceinline__ T rotate_elem(const P& p, const T* x, int e, int64_t 
 // vector lies in one half, the partner vector and the table entries are aligned) and the tables
 // 16-byte aligned: AppendParams::rotary_vec. Entries i0 ... i0 + kN - 1 of a table, as floats: fp32
 // by float4 / float2, 16-bit by one load of kN · 2 bytes (16, 8 or 4; i0 a multiple of kN).
-template <int kN>
+// Mem: where the table sits. GlobalMem reads it with plain loads; the tile decode kernel's rows
+// staged in shared memory are read with ld.shared (decode_tile_kernel.cuh, SharedMem).
+struct GlobalMem {
+  template <typename W>
+  __device__ static __forceinline__ W load(const void* ptr) {
+    return *reinterpret_cast<const W*>(ptr);
+  }
+};
+template <int kN, typename Mem = GlobalMem>
 __device__ __forceinline__ void load_floats(int dtype, const void* table, int64_t i0, float (&dst)[kN]) {
   static_assert(kN % 2 == 0, "float2 / float4 loads");
   if (dtype != kTableF32) {
     using W = typename std::conditional<kN == 8, uint4, typename std::conditional<kN == 4, uint2, uint32_t>::type>::type;
     static_assert(kN == 8 || kN == 4 || kN == 2, "16-bit table loads of 16, 8 or 4 bytes");
-    const W w = *reinterpret_cast<const W*>(static_cast<const uint16_t*>(table) + i0);
+    const W w = Mem::template load<W>(static_cast<const uint16_t*>(table) + i0);
     const uint16_t* h = reinterpret_cast<const uint16_t*>(&w);
 #pragma unroll
     for (int i = 0; i < kN; ++i)
@@ -259,13 +270,13 @@ __device__ __forceinline__ void load_floats(int dtype, const void* table, int64_
   if constexpr (kN % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < kN; i += 4) {
-      const float4 v = *reinterpret_cast<const float4*>(src + i);
+      const float4 v = Mem::template load<float4>(src + i);
       dst[i] = v.x, dst[i + 1] = v.y, dst[i + 2] = v.z, dst[i + 3] = v.w;
     }
   } else {
 #pragma unroll
     for (int i = 0; i < kN; i += 2) {
-      const float2 v = *reinterpret_cast<const float2*>(src + i);
+      const float2 v = Mem::template load<float2>(src + i);
       dst[i] = v.x, dst[i + 1] = v.y;
     }
   }
@@ -276,10 +287,11 @@ __device__ __forceinline__ const void* table_row(int dtype, const void* table, i
 }
 // rotate_vec's arithmetic with its inputs at hand: `raw` (elements e0 ... e0 + kVec - 1 of a row)
 // rotated in place, `partner` the vector of the NeoX partner elements (unused with interleaved
-// pairs, which sit in `raw`), cos_row / sin_row the table rows of the position (global or shared
-// memory). One function for the append kernel and for the tile decode kernel, which stages the
-// rows in shared memory (decode_tile_kernel.cuh, stage_tables): the same bits.
-template <typename T, int kVec, typename V>
+// pairs, which sit in `raw`), cos_row / sin_row the table rows of the position (in global memory,
+// or in shared memory with Mem = SharedMem). One function for the append kernel and for the tile
+// decode kernel, which stages the rows in shared memory (decode_tile_kernel.cuh, stage_tables): the
+// same bits.
+template <typename T, int kVec, typename Mem = GlobalMem, typename V>
 __device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, int e0, const void* cos_row,
                                                 const void* sin_row, const V& partner, V& raw) {
   static_assert(kVec >= 4, "vectors of 16 bytes (4 fp32 or 8 16-bit elements)");
@@ -289,8 +301,8 @@ __device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, 
     const int k0 = first ? e0 : e0 - half;
     const T* other = reinterpret_cast<const T*>(&partner);
     float c[kVec], s[kVec];
-    load_floats<kVec>(dtype, cos_row, k0, c);
-    load_floats<kVec>(dtype, sin_row, k0, s);
+    load_floats<kVec, Mem>(dtype, cos_row, k0, c);
+    load_floats<kVec, Mem>(dtype, sin_row, k0, s);
 #pragma unroll
     for (int u = 0; u < kVec; ++u) {
       const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
@@ -300,8 +312,8 @@ __device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, 
     }
   } else {
     float c[kVec / 2], s[kVec / 2];
-    load_floats<kVec / 2>(dtype, cos_row, e0 / 2, c);
-    load_floats<kVec / 2>(dtype, sin_row, e0 / 2, s);
+    load_floats<kVec / 2, Mem>(dtype, cos_row, e0 / 2, c);
+    load_floats<kVec / 2, Mem>(dtype, sin_row, e0 / 2, s);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
       const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
@@ -353,8 +365,11 @@ __device__ __forceinline__ void rotate_query(const P& p, int b, int i, const T* 
   }
 }
 
+// 5 CTAs of 256 threads an SM: at most 48 registers. The copy is bound by memory and wants the
+// warps: at 52 registers (bf16, after round_to_odd_float lost its branches) 4 CTAs fit, and the
+// standalone append fell from 0.86 to 0.80 of a device copy (H200; docs/perf.md, session 33).
 template <typename T, int kVec>
-__global__ void __launch_bounds__(256) append_kernel(const __grid_constant__ AppendParams p) {
+__global__ void __launch_bounds__(256, 5) append_kernel(const __grid_constant__ AppendParams p) {
   using V = typename VecOf<T, kVec>::type;
   // The decode kernel after a fused append is launched as this kernel's dependent (decode.cu): its
   // CTAs may start now and run their prologue; they wait for this kernel's writes before reading.

@@ -211,10 +211,26 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 //              elements a row);
 //   K stage:   cos row of position pos0 + r at row r, sin row at kStagedRows + r (a table row is
 //              rotary_dim / 2 entries of <= 4 bytes: <= kD 16-bit elements; <= 32 rows).
+// The out-of-line functions below take what they read by value (Staged, scalars), not the
+// DecodeParams: through a `const DecodeParams&` an out-of-line function reads the parameters with
+// generic loads from memory (the kernel's body reads them from the constant bank), which go out
+// behind the tile copies. And they read the staged rows with ld.shared (SharedMem, ptx::lds): their
+// pointers are generic, so the compiler emitted generic loads. Measured together with the
+// branch-free round_to_odd_float (append_kernel.cuh) in docs/perf.md, session 33: the rotation,
+// not these loads, was most of the fused step's extra time.
+struct SharedMem {
+  template <typename W>
+  __device__ static __forceinline__ W load(const void* ptr) {
+    return ptx::lds<W>(ptr);
+  }
+};
 struct Staged {
-  uint16_t* rows;    // TileSmem::new_rows
-  uint16_t* tables;  // the last stage's K tile
-  int64_t pos0;      // the position of table row 0
+  uint16_t* rows;               // TileSmem::new_rows
+  uint16_t* tables;             // the last stage's K tile
+  int64_t pos0;                 // the position of table row 0
+  const void *cos, *sin;        // the tables (DecodeParams::cos, sin)
+  int rotary_dim, table_dtype;  // DecodeParams' rotary fields
+  bool neox;
 };
 template <int kD>
 __device__ __forceinline__ uint16_t* staged_table(const Staged& st, bool sin, int64_t pos) {
@@ -230,30 +246,29 @@ __device__ __forceinline__ int64_t first_new_key(const DecodeParams& p, int64_t 
 // The copies of the new keys' rows: k_new / v_new rows t in [0, seqlen_new) of kv head hk into
 // new_rows (a thread per 16-byte chunk). They need no length: issued with Q's loads, at the start.
 template <typename T, int kD>
-__device__ __noinline__ void stage_new_rows(const DecodeParams& p, int b, int hk, uint16_t* rows, int tid,
-                                            int threads) {
-  const int row_vecs = p.head_dim / 8;
-  for (int e = tid; e < p.seqlen_new * 2 * row_vecs; e += threads) {  // (t, K | V, vec)
+__device__ __noinline__ void stage_new_rows(const T* kn, const T* vn, int64_t kn_row_stride,
+                                            int64_t vn_row_stride, int seqlen_new, int head_dim,
+                                            uint16_t* rows, int tid, int threads) {
+  const int row_vecs = head_dim / 8;
+  for (int e = tid; e < seqlen_new * 2 * row_vecs; e += threads) {  // (t, K | V, vec)
     const int vec = e % row_vecs, kv = (e / row_vecs) % 2, t = e / (2 * row_vecs);
-    const T* src = kv == 0 ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + t * p.kn_row_stride +
-                                 int64_t(hk) * p.kn_head_stride
-                           : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + t * p.vn_row_stride +
-                                 int64_t(hk) * p.vn_head_stride;
+    const T* src = kv == 0 ? kn + t * kn_row_stride : vn + t * vn_row_stride;
     cp_async_16(rows + (2 * t + kv) * kD + vec * 8, src + vec * 8, true);
   }
 }
 // The copies of the rotary tables' rows of the positions [pos0, L) into the last stage's K tile;
 // nothing for a sequence that fails the append's rule (it writes nothing and its outputs are NaN).
 template <int kD>
-__device__ __noinline__ void stage_tables(const DecodeParams& p, int64_t L, bool seq_ok, Staged st, int tid,
-                                          int threads) {
+__device__ __noinline__ void stage_tables(int64_t L, bool seq_ok, Staged st, int tid, int threads) {
   static_assert(2 * kStagedRows <= tile_shape(kD).block_n, "the tables' rows fit a stage's K tile");
-  if (!seq_ok || p.rotary_dim == 0) return;
-  const int table_vecs = p.rotary_dim / 2 * (p.table_dtype == kTableF32 ? 4 : 2) / 16;  // 16-byte chunks of a row
+  if (!seq_ok || st.rotary_dim == 0) return;
+  const int table_vecs =
+      st.rotary_dim / 2 * (st.table_dtype == kTableF32 ? 4 : 2) / 16;  // 16-byte chunks of a row
   for (int e = tid; e < static_cast<int>(L - st.pos0) * 2 * table_vecs; e += threads) {  // (pos, cos | sin, vec)
     const int vec = e % table_vecs, sin = (e / table_vecs) % 2;
     const int64_t pos = st.pos0 + e / (2 * table_vecs);
-    const char* src = static_cast<const char*>(table_row(p.table_dtype, sin ? p.sin : p.cos, pos, p.rotary_dim / 2));
+    const char* src =
+        static_cast<const char*>(table_row(st.table_dtype, sin ? st.sin : st.cos, pos, st.rotary_dim / 2));
     cp_async_16(reinterpret_cast<char*>(staged_table<kD>(st, sin, pos)) + vec * 16, src + vec * 16, true);
   }
 }
@@ -263,10 +278,9 @@ __device__ __noinline__ void stage_tables(const DecodeParams& p, int64_t L, bool
 // vectors (c, c + rotary_dim / 16), both read before either is written; interleaved pairs: a
 // thread per vector.
 template <typename T, int kD>
-__device__ __noinline__ void rotate_new_keys(const DecodeParams& p, int64_t L, int64_t n1, int64_t j0, Staged st,
-                                             int tid, int threads) {
-  const int half = p.rotary_dim / 2, units = p.neox ? half / 8 : p.rotary_dim / 8;
-  const int64_t new0 = L - p.seqlen_new;
+__device__ __noinline__ void rotate_new_keys(int64_t new0, int64_t n1, int64_t j0, Staged st, int tid,
+                                             int threads) {
+  const int half = st.rotary_dim / 2, units = st.neox ? half / 8 : st.rotary_dim / 8;
   const int count = static_cast<int>(n1 - j0) * units;
   for (int e = tid; e < count; e += threads) {
     const int c = e % units;
@@ -274,17 +288,17 @@ __device__ __noinline__ void rotate_new_keys(const DecodeParams& p, int64_t L, i
     uint16_t* row = st.rows + 2 * (j - new0) * kD;  // K row of key j
     const void* cr = staged_table<kD>(st, false, j);
     const void* sr = staged_table<kD>(st, true, j);
-    uint4 a = *reinterpret_cast<const uint4*>(row + c * 8);
-    if (p.neox) {
-      uint4 z = *reinterpret_cast<const uint4*>(row + c * 8 + half);
+    uint4 a = ptx::lds<uint4>(row + c * 8);
+    if (st.neox) {
+      uint4 z = ptx::lds<uint4>(row + c * 8 + half);
       const uint4 a0 = a;
-      rotate_vec_rows<T, 8>(true, p.table_dtype, half, c * 8, cr, sr, z, a);
-      rotate_vec_rows<T, 8>(true, p.table_dtype, half, c * 8 + half, cr, sr, a0, z);
-      *reinterpret_cast<uint4*>(row + c * 8 + half) = z;
+      rotate_vec_rows<T, 8, SharedMem>(true, st.table_dtype, half, c * 8, cr, sr, z, a);
+      rotate_vec_rows<T, 8, SharedMem>(true, st.table_dtype, half, c * 8 + half, cr, sr, a0, z);
+      ptx::sts16(row + c * 8 + half, z);
     } else {
-      rotate_vec_rows<T, 8>(false, p.table_dtype, half, c * 8, cr, sr, a, a);
+      rotate_vec_rows<T, 8, SharedMem>(false, st.table_dtype, half, c * 8, cr, sr, a, a);
     }
-    *reinterpret_cast<uint4*>(row + c * 8) = a;
+    ptx::sts16(row + c * 8, a);
   }
 }
 
@@ -325,24 +339,24 @@ __device__ __noinline__ void store_new_keys(const DecodeParams& p, const uint16_
   }
 }
 
-// Query i's 8 elements from e0 (`v`, of a sequence with seq_ok its append rule) rotated at its
-// position L - seqlen_q + i as append_kernel.cuh's rotate_query rotates them (NaN where the rule
-// fails or the position is negative), with the staged table rows and the NeoX partner vector
-// `partner` (the kernel shuffles it from the lane holding it). Out of line: its table-type and
-// pair-style variants stay out of the kernel's body (inlined, the earlier rotation and append code
-// made the plain decode 6 µs slower at 1k, 59 against 53 µs in CUDA-graph replays on the H100,
-// though never executed; session 26).
+// A query's 8 elements from e0 (`v`, of a sequence with seq_ok its append rule) rotated at its
+// position pos (L - seqlen_q + i for query i) as append_kernel.cuh's rotate_query rotates them
+// (NaN where the rule fails or the position is negative), with the staged table rows and the NeoX
+// partner vector `partner` (the kernel shuffles it from the lane holding it). Out of line: its
+// table-type and pair-style variants stay out of the kernel's body (inlined, the earlier rotation
+// and append code made the plain decode 6 µs slower at 1k, 59 against 53 µs in CUDA-graph replays
+// on the H100, though never executed; session 26).
 template <typename T, int kD>
-__device__ __noinline__ uint4 rotated_query(const DecodeParams& p, int i, int64_t L, bool seq_ok, int e0, uint4 v,
-                                            uint4 partner, Staged st) {
-  const int64_t pos = L - p.seqlen_q + i;
+__device__ __noinline__ uint4 rotated_query(int64_t pos, bool seq_ok, int e0, uint4 v, uint4 partner,
+                                            Staged st) {
   if (!seq_ok || pos < 0) {
     T* el = reinterpret_cast<T*>(&v);
 #pragma unroll
     for (int u = 0; u < 8; ++u) el[u] = round_to_dtype<T>(__longlong_as_double(0x7ff8000000000000LL));
-  } else if (e0 < p.rotary_dim) {
-    rotate_vec_rows<T, 8>(p.neox, p.table_dtype, p.rotary_dim / 2, e0, staged_table<kD>(st, false, pos),
-                          staged_table<kD>(st, true, pos), partner, v);
+  } else if (e0 < st.rotary_dim) {
+    rotate_vec_rows<T, 8, SharedMem>(st.neox, st.table_dtype, st.rotary_dim / 2, e0,
+                                     staged_table<kD>(st, false, pos), staged_table<kD>(st, true, pos),
+                                     partner, v);
   }
   return v;
 }
@@ -412,7 +426,11 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     qv[u] = q_real(e) ? *reinterpret_cast<const uint4*>(q_row(e) + (e % kChunks) * 8) : make_uint4(0, 0, 0, 0);
   }
   // The fused append's new rows go out beside Q's loads (the comment above stage_new_rows).
-  if (p.append_in_kernel) stage_new_rows<T, kD>(p, b, hk, sm.new_rows, tid, kThreadsCta);
+  if (p.append_in_kernel)
+    stage_new_rows<T, kD>(
+        static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + int64_t(hk) * p.kn_head_stride,
+        static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + int64_t(hk) * p.vn_head_stride,
+        p.kn_row_stride, p.vn_row_stride, p.seqlen_new, p.head_dim, sm.new_rows, tid, kThreadsCta);
 
   int64_t lp, L, n0, n1;  // this split's keys [n0, n1) of the sequence's L
   bool sinks;             // the sink tokens' split (decode_kernel.cuh, DecodeParams::sink_split)
@@ -585,6 +603,11 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   Staged st;
   st.rows = sm.new_rows;
   st.tables = sm.kv.k[kStages - 1];
+  st.cos = p.cos;
+  st.sin = p.sin;
+  st.rotary_dim = p.rotary_dim;
+  st.table_dtype = p.table_dtype;
+  st.neox = p.neox;
   {
     // the queries' positions, and the new keys' where this kernel appends them (an append kernel's
     // new keys, seqlen_new > new_rows_cap, come rotated: their tables' rows are not staged)
@@ -594,7 +617,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   }
   const int64_t j0 = first_new_key(p, L, n0);
   if (staging) {  // one group: the new rows (issued at the start) and the tables' rows
-    stage_tables<kD>(p, L, seq_ok, st, tid, kThreadsCta);
+    stage_tables<kD>(L, seq_ok, st, tid, kThreadsCta);
     cp_async_commit();
   }
 
@@ -613,7 +636,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // and past head_dim (padding rows score 0 and are masked). One branch: the queries' registers are
   // dead on the append's path (no register is live across its out-of-line call).
   if (appends) {
-    if (p.rotary_dim > 0 && seq_ok && j0 < n1) rotate_new_keys<T, kD>(p, L, n1, j0, st, tid, kAppendThreads);
+    if (p.rotary_dim > 0 && seq_ok && j0 < n1) rotate_new_keys<T, kD>(new0, n1, j0, st, tid, kAppendThreads);
   } else {
 #pragma unroll
     for (int u = 0; u < kQPerThread; ++u) {
@@ -630,7 +653,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           partner.y = __shfl_sync(0xffffffffu, v.y, src);
           partner.z = __shfl_sync(0xffffffffu, v.z, src);
           partner.w = __shfl_sync(0xffffffffu, v.w, src);
-          if (q_real(e)) v = rotated_query<T, kD>(p, (row0 + e / kChunks) / p.group, L, seq_ok, c * 8, v, partner, st);
+          const int64_t pos = L - p.seqlen_q + (row0 + e / kChunks) / p.group;  // query i's position
+          if (q_real(e)) v = rotated_query<T, kD>(pos, seq_ok, c * 8, v, partner, st);
         }
         *reinterpret_cast<uint4*>(&sm.q[swizzle<kD>(e / kChunks, e % kChunks)]) = v;
       }
