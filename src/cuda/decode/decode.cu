@@ -33,11 +33,64 @@
 #include "flashlab/kvcache.h"
 #include "flashlab/mask.h"
 
+#ifdef FLASHLAB_DECODE_TIMELINE
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#endif
+
 namespace flashlab {
 namespace detail {
 namespace {
 
 constexpr const char* kName = "the CUDA KV-cache path";
+
+#ifdef FLASHLAB_DECODE_TIMELINE
+// The timeline build's host side (decode_timeline.cuh): with FLASHLAB_DECODE_TL=path, an L2 flush
+// before the tile kernel and its CTAs' marks written to path after it. Synchronizes: eager calls
+// only (not inside CUDA-graph capture).
+__global__ void timeline_flush_kernel(const float4* a, int64_t n, float* sink) {
+  float acc = 0.0f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float4 v = a[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 12345.0f) *sink = acc;  // never true (zeros): keeps the reads
+}
+void timeline_before(cudaStream_t s) {
+  if (std::getenv("FLASHLAB_DECODE_TL") == nullptr) return;
+  static float4* buf = nullptr;
+  static float* sink = nullptr;
+  const int64_t n = (int64_t(512) << 20) / 16;
+  if (buf == nullptr) {
+    cudaMalloc(&buf, n * 16);
+    cudaMemset(buf, 0, n * 16);
+    cudaMalloc(&sink, 4);
+  }
+  void* marks = nullptr;  // 0: a mark the call does not reach
+  cudaGetSymbolAddress(&marks, decode::g_decode_tl);
+  cudaMemsetAsync(marks, 0, sizeof(unsigned long long) * decode::kTimelineCtas * 8, s);
+  timeline_flush_kernel<<<1056, 512, 0, s>>>(buf, n, sink);
+  cudaStreamSynchronize(s);
+}
+void timeline_after(cudaStream_t s, unsigned ctas) {
+  const char* path = std::getenv("FLASHLAB_DECODE_TL");
+  if (path == nullptr) return;
+  cudaStreamSynchronize(s);
+  std::vector<unsigned long long> h(size_t(decode::kTimelineCtas) * 8);
+  cudaMemcpyFromSymbol(h.data(), decode::g_decode_tl, h.size() * 8);
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return;
+  std::fprintf(f, "cta,smid,t0,t1,t2,t3,t4,t5,t6\n");
+  for (unsigned i = 0; i < ctas && i < unsigned(decode::kTimelineCtas); ++i) {
+    const unsigned long long* r = &h[size_t(i) * 8];
+    std::fprintf(f, "%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", i, r[7], r[0], r[1], r[2], r[3], r[4],
+                 r[5], r[6]);
+  }
+  std::fclose(f);
+}
+#endif
 
 int64_t capacity(const KvCacheParams& p) {
   return p.block_table != nullptr ? p.max_pages * p.page_size : p.max_seqlen_cache;
@@ -446,8 +499,16 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   l.row_groups = kernel == DecodeKernel::kTile ? tile_row_groups(p, facts->sm_count) : 1;
   l.pdl_decode = appended && facts->major >= 9 && pdl_enabled();
   l.pdl_combine = facts->major >= 9 && pdl_enabled();
+#ifdef FLASHLAB_DECODE_TIMELINE
+  if (!appended) timeline_before(stream);
+  const Status st = p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
+                                                : launch_dtype<__half>(dp, grid, kernel, l);
+  timeline_after(stream, grid.x);
+  return st;
+#else
   return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
                                      : launch_dtype<__half>(dp, grid, kernel, l);
+#endif
 }
 
 }  // namespace detail

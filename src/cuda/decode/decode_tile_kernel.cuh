@@ -51,6 +51,7 @@
 #include "cuda/common/ptx_sm80.cuh"
 #include "cuda/decode/append_kernel.cuh"
 #include "cuda/decode/decode_kernel.cuh"
+#include "cuda/decode/decode_timeline.cuh"
 
 namespace flashlab {
 namespace decode {
@@ -390,6 +391,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
 
   // The combine after splits is launched as this kernel's dependent (decode.cu): it may start now
   // and waits for this kernel's partials.
+  FLASHLAB_TL(0);
   ptx::grid_dependents_launch();
   const CtaWork w = cta_work(p, kRows);
   const int split = w.split, b = w.b, hk = w.hk, row0 = w.row0;
@@ -630,6 +632,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   }
   if (staging) {  // the staged group (the oldest) landed, every thread's
     cp_async_wait<kStages - 1>();
+    FLASHLAB_TL(6);
     __syncthreads();
   }
   // Q -> shared memory (its loads went out at the start), rotated where asked, zero past the rows
@@ -660,6 +663,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
       }
     }
   }
+  FLASHLAB_TL(5);
   // The tiles holding new keys (from wait_tile on) get them from new_rows (the copies brought the
   // slots' old contents); a sequence that fails the append's rule stores NaN outputs anyway, and its
   // tiles are left as copied (wait_tile past the last: with the append in this kernel no append
@@ -671,6 +675,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     sm.patch[2] = static_cast<int>(k_begin - new0);
   }
   __syncthreads();  // Q's stores, the rotated new keys, sm.patch
+  FLASHLAB_TL(1);
   // Q's fragments: matrices (rows 0-7 | 8-15 of the warp's) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
   auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
     ldmatrix_x4(a, &sm.q[swizzle<kD>(wrow0 + (lane % 8) + 8 * ((lane / 8) % 2), 2 * kk + lane / 16)]);
@@ -689,6 +694,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     // Everyone's copies of `tile` are visible, and every warp is done with tile - 1, whose stage the
     // next load overwrites.
     __syncthreads();
+    if (tile == 0) FLASHLAB_TL(2);
     if (tile + kStages - 1 < n_tiles) load_tile_after_append(tile + kStages - 1, load_stage);
     cp_async_commit();
     if (p.append_in_kernel && tile >= wait_tile) {  // uniform over the CTA: the new keys' rows of this tile
@@ -817,6 +823,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     }
   }
 
+  FLASHLAB_TL(3);
   // The stages become the merge's buffers: no copy may still land in them.
   cp_async_wait<0>();
   __syncthreads();
@@ -840,6 +847,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // appended. By now the append has long completed: the wait costs nothing.
   ptx::grid_dependency_wait();
   merge_and_store<T, kD, kKeyWarps, kRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
+  FLASHLAB_TL(4);
 }
 
 }  // namespace decode
