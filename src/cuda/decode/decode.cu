@@ -90,6 +90,9 @@ void timeline_after(cudaStream_t s, unsigned ctas) {
   }
   std::fclose(f);
 }
+#else
+void timeline_before(cudaStream_t) {}
+void timeline_after(cudaStream_t, unsigned) {}
 #endif
 
 int64_t capacity(const KvCacheParams& p) {
@@ -195,15 +198,25 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
+// The head-dim bucket a call's kernels are instantiated for (kD: 64, 128 or 256).
+int head_dim_bucket(int64_t head_dim) {
+  return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+}
+
 int tile_smem_bytes(const KvCacheParams& p, int sm_count) {
   const int rg = tile_row_groups(p, sm_count);
   auto bytes = [&](auto d) {  // d: std::integral_constant<int, head-dim bucket>
     constexpr int kD = decltype(d)::value;
     return static_cast<int>(rg == 2 ? sizeof(decode::TileSmem<kD, 2>) : sizeof(decode::TileSmem<kD, 1>));
   };
-  if (p.head_dim <= 64) return bytes(std::integral_constant<int, 64>{});
-  if (p.head_dim <= 128) return bytes(std::integral_constant<int, 128>{});
-  return static_cast<int>(sizeof(decode::TileSmem<256, 1>));
+  switch (head_dim_bucket(p.head_dim)) {
+    case 64:
+      return bytes(std::integral_constant<int, 64>{});
+    case 128:
+      return bytes(std::integral_constant<int, 128>{});
+    default:
+      return static_cast<int>(sizeof(decode::TileSmem<256, 1>));
+  }
 }
 
 // The kernel a call runs: the chosen one, except that the tile kernel needs its shared memory
@@ -293,9 +306,14 @@ Status launch(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, co
 
 template <typename T>
 Status launch_dtype(const decode::DecodeParams& dp, dim3 grid, DecodeKernel kernel, const Launch& l) {
-  if (dp.head_dim <= 64) return launch<T, 64>(dp, grid, kernel, l);
-  if (dp.head_dim <= 128) return launch<T, 128>(dp, grid, kernel, l);
-  return launch<T, 256>(dp, grid, kernel, l);
+  switch (head_dim_bucket(dp.head_dim)) {
+    case 64:
+      return launch<T, 64>(dp, grid, kernel, l);
+    case 128:
+      return launch<T, 128>(dp, grid, kernel, l);
+    default:
+      return launch<T, 256>(dp, grid, kernel, l);
+  }
 }
 
 DecodeKernel kernel_from_env() {
@@ -416,11 +434,11 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   // are appended by the tile kernel itself (decode_tile_kernel.cuh, stage_new_rows): one
   // launch, not the append kernel's and then this one's. Larger appends (chunked prefill) keep the
   // append kernel's parallelism.
-  const int bucket = p.head_dim <= 64 ? 64 : p.head_dim <= 128 ? 128 : 256;
   const bool append_in_kernel =
       kernel == DecodeKernel::kTile && p.k_new.ptr != nullptr &&
-      p.seqlen_new <= decode::new_rows_cap(bucket, tile_row_groups(p, facts->sm_count)) && q_rot == nullptr &&
-      tables_ok &&
+      p.seqlen_new <=
+          decode::new_rows_cap(head_dim_bucket(p.head_dim), tile_row_groups(p, facts->sm_count)) &&
+      q_rot == nullptr && tables_ok &&
       aligned16(p.k_new.ptr, {p.k_new.batch_stride, p.k_new.row_stride, p.k_new.head_stride}, es) &&
       aligned16(p.v_new.ptr, {p.v_new.batch_stride, p.v_new.row_stride, p.v_new.head_stride}, es);
   bool appended = false;  // an append kernel was launched (the decode kernel is then its dependent)
@@ -499,16 +517,11 @@ Status cuda_attention_with_kvcache(const KvCacheParams& p) {
   l.row_groups = kernel == DecodeKernel::kTile ? tile_row_groups(p, facts->sm_count) : 1;
   l.pdl_decode = appended && facts->major >= 9 && pdl_enabled();
   l.pdl_combine = facts->major >= 9 && pdl_enabled();
-#ifdef FLASHLAB_DECODE_TIMELINE
-  if (!appended) timeline_before(stream);
+  if (!appended) timeline_before(stream);  // nothing unless FLASHLAB_DECODE_TIMELINE
   const Status st = p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
                                                 : launch_dtype<__half>(dp, grid, kernel, l);
   timeline_after(stream, grid.x);
   return st;
-#else
-  return p.dtype == DType::kBFloat16 ? launch_dtype<__nv_bfloat16>(dp, grid, kernel, l)
-                                     : launch_dtype<__half>(dp, grid, kernel, l);
-#endif
 }
 
 }  // namespace detail
