@@ -118,7 +118,8 @@ constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerCta = 1024;
 // smaller). decode.cu appends in the kernel only where seqlen_new <= it: hdim 64 16 (8 with 2 row
 // groups), 128 16 (8), 256 4.
 constexpr int tile_base_bytes(int d, int row_groups) {
-  return cta_rows(row_groups) * d * 2 + tile_shape(d).stages * tile_shape(d).block_n * (2 * d * 2 + 16);
+  return cta_rows(row_groups) * d * 2 + tile_shape(d).stages * tile_shape(d).block_n * (2 * d * 2 + 16) +
+         64;  // TileSmem::store and patch
 }
 constexpr int new_rows_cap(int d, int row_groups) {
   int n = 16;
@@ -127,6 +128,16 @@ constexpr int new_rows_cap(int d, int row_groups) {
     n /= 2;
   return n;
 }
+
+// What store_new_keys writes, found by thread 0 in the prologue from what the CTA has in registers
+// then: the keys [j0, n1) of the sequence's new keys that this split holds. Found again after the
+// loop (the CTA's coordinates, the sequence's length from cache_seqlens) it cost the fused step a
+// chain of global loads that waited behind the other CTAs' copies (docs/perf.md, session 34).
+struct NewKeyStores {
+  int64_t slot0;           // the cache slot of key j0 (lp + j0)
+  int64_t k_row0, v_row0;  // contiguous: its K and V rows' element offsets (paged: per key, later)
+  int first, keys;         // j0's index among new_rows' keys, and how many to write (0: none)
+};
 
 // Shared memory of the tile kernel. 16-bit elements as uint16_t (the union needs trivial types).
 // Rows are swizzled (swizzle()): an ldmatrix reads 8 rows of one 16-byte column chunk, which without
@@ -156,11 +167,12 @@ struct TileSmem {
   // After the stages, which keep their offsets: placed between q and the stages, the new rows
   // (8 KiB + 16 bytes) left the stages 16 bytes off a 128-byte boundary, and the plain decode ran
   // 12 % slower (H200, 1k and 4k; docs/perf.md, session 32). The fused append's new keys (K
-  // rotated, V), 2 rows a key (stage_new_rows), and where the loop copies them into a tile
-  // (relative to the CTA's first key k_begin: the first new key, the CTA's key count, and k_begin's
-  // index in new_rows' keys; kept here, not in registers).
+  // rotated, V), 2 rows a key (stage_new_rows); where the loop copies them into a tile (relative to
+  // the CTA's first key k_begin: the first new key and the CTA's key count); and where
+  // store_new_keys writes them. Kept here, not in registers through the loop.
   alignas(16) uint16_t new_rows[2 * new_rows_cap(kD, kRowGroups) * kD];
-  int patch[3];
+  NewKeyStores store;
+  int patch[2];
 };
 
 // Element index of (row, 16-byte chunk c) in a swizzled (rows, kD) buffer: chunk c ^ (row % 8), so
@@ -310,33 +322,34 @@ __device__ __noinline__ void rotate_new_keys(int64_t new0, int64_t n1, int64_t j
 // bit, as append_kernel.cuh writes them; nothing of a sequence that fails the append's rule, no
 // write to a page entry or cache row out of range. The CTAs of one split (query-row chunks) write
 // the same bytes, and none reads them in this kernel (each took its own copy from new_rows).
-// The CTA's coordinates are found again here (cta_work, split_keys: a few loads once the loop is
-// done) rather than kept in registers through the loop.
-template <typename T, int kD, int kRows>
-__device__ __noinline__ void store_new_keys(const DecodeParams& p, const uint16_t* rows, int tid, int threads) {
-  const CtaWork w = cta_work(p, kRows);
-  const int b = w.b, hk = w.hk;
-  int64_t lp, L, n0, n1;
-  bool sinks;
-  split_keys(p, b, w.split, &lp, &L, &n0, &n1, &sinks);
-  if (!sequence_ok_for(p, L - p.seqlen_new + lp, lp)) return;  // nothing of it is written
-  const int64_t j0 = first_new_key(p, L, n0), new0 = L - p.seqlen_new;
+// `s` (shared memory) says which keys and where; inlined, so the parameters come from the
+// constant bank. A contiguous cache needs no load here; a paged one reads a key's page entry.
+template <typename T, int kD, bool kPaged>
+__device__ __forceinline__ void store_new_keys(const DecodeParams& p, const NewKeyStores& s, int b, int hk,
+                                               const uint16_t* rows, int tid, int threads) {
   constexpr int kVecs = kD / 8;  // 16-byte vectors of a row (head_dim <= kD)
-  const int count = j0 < n1 ? static_cast<int>(n1 - j0) * 2 * kVecs : 0;  // (key, K or V, vector)
+  const int64_t slot0 = s.slot0, k_row0 = s.k_row0, v_row0 = s.v_row0;
+  const int first = s.first, count = s.keys * 2 * kVecs;  // (key, K or V, vector)
+  // The cache is read-only everywhere else in this kernel (const in DecodeParams); these are the
+  // slots the call appends.
+  T* const kc = const_cast<T*>(static_cast<const T*>(p.k));
+  T* const vc = const_cast<T*>(static_cast<const T*>(p.v));
   for (int e = tid; e < count; e += threads) {
     const int vec = e % kVecs, kv = (e / kVecs) % 2, jj = e / (2 * kVecs);
     if (vec * 8 >= p.head_dim) continue;
-    int64_t block, within;
-    slot_place(p, b, lp + j0 + jj, &block, &within);
-    if (block < 0 || block >= (p.block_table != nullptr ? p.num_pages : p.batch_cache)) continue;
     const bool is_k = kv == 0;
-    // The cache is read-only everywhere else in this kernel (const in DecodeParams); these are the
-    // slots the call appends.
-    T* dst = const_cast<T*>(static_cast<const T*>(is_k ? p.k : p.v)) +
-             (is_k ? block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride
-                   : block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride);
-    *reinterpret_cast<uint4*>(dst + vec * 8) =
-        *reinterpret_cast<const uint4*>(rows + (2 * (j0 + jj - new0) + kv) * kD + vec * 8);
+    int64_t off;
+    if constexpr (kPaged) {
+      int64_t block, within;
+      slot_place(p, b, slot0 + jj, &block, &within);
+      if (block < 0 || block >= p.num_pages) continue;
+      off = is_k ? block * p.k_batch_stride + within * p.k_row_stride + int64_t(hk) * p.k_head_stride
+                 : block * p.v_batch_stride + within * p.v_row_stride + int64_t(hk) * p.v_head_stride;
+    } else {  // consecutive slots of one cache row (its range was checked with s)
+      off = is_k ? k_row0 + jj * p.k_row_stride : v_row0 + jj * p.v_row_stride;
+    }
+    *reinterpret_cast<uint4*>((is_k ? kc : vc) + off + vec * 8) =
+        *reinterpret_cast<const uint4*>(rows + (2 * (first + jj) + kv) * kD + vec * 8);
   }
 }
 
@@ -360,6 +373,25 @@ __device__ __noinline__ uint4 rotated_query(int64_t pos, bool seq_ok, int e0, ui
                                      partner, v);
   }
   return v;
+}
+
+// The rotation's code, run once on scratch data by the CTA's last warp at the kernel's start, so
+// that it is in the instruction cache when the real rotation runs. Fetched cold there, behind every
+// CTA's tile copies, the code took ~4 µs of a 1k step's prologue for a few dozen instructions of
+// arithmetic (docs/perf.md, session 33: a warm-up in warp 0 took rotary only from +4.6 % to
+// +2.4 %, but delayed warp 0's staging). `scratch`: the last stage's V tile, which nothing uses
+// before the loop. Only the path this call takes (table type, pair style) is fetched. In this
+// warp (it stages nothing): rotary only +4.7-5.0 % -> +1.4-1.9 % of a 1k step, append + rotary
+// +9.8-10.4 % -> +8.2-8.8 % (CUDA-graph replays, H200; docs/perf.md, session 34).
+template <typename T, int kD>
+__device__ __noinline__ void warm_rotation(Staged st, uint16_t* scratch, bool keys, int lane) {
+  st.rows = scratch;
+  st.tables = scratch + 2 * kD;
+  st.pos0 = 0;
+  if (keys) rotate_new_keys<T, kD>(0, 1, 0, st, lane, 32);
+  const uint4 z = make_uint4(0, 0, 0, 0);
+  const uint4 r = rotated_query<T, kD>(0, true, 0, z, z, st);
+  asm volatile("" ::"r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w));  // keep the call
 }
 
 template <typename T, int kD, bool kPaged, int kRowGroups>
@@ -411,6 +443,15 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   constexpr int kQChunks = kRows * kChunks;
   constexpr int kQPerThread = (kQChunks + kThreadsCta - kAppendThreads - 1) / (kThreadsCta - kAppendThreads);
   if (p.wait_first) ptx::grid_dependency_wait();
+  if ((p.q_rotate || (p.append_in_kernel && p.rotary_dim > 0)) && warp == kWarps - 1) {  // warm_rotation
+    Staged w;
+    w.cos = p.cos;
+    w.sin = p.sin;
+    w.rotary_dim = p.rotary_dim;
+    w.table_dtype = p.table_dtype;
+    w.neox = p.neox;
+    warm_rotation<T, kD>(w, sm.kv.v[kStages - 1], p.append_in_kernel && p.rotary_dim > 0, lane);
+  }
   const int q_first = p.append_in_kernel ? tid - kAppendThreads : tid;
   const int q_step = p.append_in_kernel ? kThreadsCta - kAppendThreads : kThreadsCta;
   auto q_row = [&](int e) __attribute__((always_inline)) {  // chunk e's row of q (its query i = rr / group)
@@ -484,8 +525,10 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   const T *k_next = kg, *v_next = vg;
   int64_t k_pass = 0, v_pass = 0;
   int rows_next = static_cast<int>(k_end - k_begin) - r0;
+  // contiguous: the sequence's cache row (paged: unused)
+  const int64_t cache_row = kPaged ? 0 : p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
   if constexpr (!kPaged) {
-    const int64_t block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+    const int64_t block = cache_row;
     const int64_t row = lp + k_begin + r0;
     k_next = kg + block * p.k_batch_stride + row * p.k_row_stride + int64_t(hk) * p.k_head_stride + c * 8;
     v_next = vg + block * p.v_batch_stride + row * p.v_row_stride + int64_t(hk) * p.v_head_stride + c * 8;
@@ -669,12 +712,21 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   // tiles are left as copied (wait_tile past the last: with the append in this kernel no append
   // kernel ran, so wait_tile's wait has nothing to wait for).
   if (p.append_in_kernel && !seq_ok) wait_tile = n_tiles;
-  if (p.append_in_kernel && seq_ok && tid == 0) {  // ints: a CTA's keys lie within one split (< 2^31)
-    sm.patch[0] = static_cast<int>(new0 - k_begin);
-    sm.patch[1] = static_cast<int>(k_end - k_begin);
-    sm.patch[2] = static_cast<int>(k_begin - new0);
+  if (p.append_in_kernel && tid == 0) {  // ints: a CTA's keys lie within one split (< 2^31)
+    if (seq_ok) {
+      sm.patch[0] = static_cast<int>(new0 - k_begin);
+      sm.patch[1] = static_cast<int>(k_end - k_begin);
+    }
+    // store_new_keys' keys [j0, n1); a contiguous cache row out of range writes nothing
+    const bool row_ok = kPaged || (cache_row >= 0 && cache_row < p.batch_cache);
+    NewKeyStores& ns = sm.store;
+    ns.slot0 = lp + j0;
+    ns.k_row0 = cache_row * p.k_batch_stride + ns.slot0 * p.k_row_stride + int64_t(hk) * p.k_head_stride;
+    ns.v_row0 = cache_row * p.v_batch_stride + ns.slot0 * p.v_row_stride + int64_t(hk) * p.v_head_stride;
+    ns.first = static_cast<int>(j0 - new0);
+    ns.keys = seq_ok && row_ok && j0 < n1 ? static_cast<int>(n1 - j0) : 0;
   }
-  __syncthreads();  // Q's stores, the rotated new keys, sm.patch
+  __syncthreads();  // Q's stores, the rotated new keys, sm.patch and sm.store
   FLASHLAB_TL(1);
   // Q's fragments: matrices (rows 0-7 | 8-15 of the warp's) x (chunk 2kk | 2kk+1) = a0..a3 of k-step kk.
   auto load_q = [&](uint32_t(&a)[4], int kk) __attribute__((always_inline)) {
@@ -700,7 +752,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
     if (p.append_in_kernel && tile >= wait_tile) {  // uniform over the CTA: the new keys' rows of this tile
       // rows [lo, hi) of the tile (keys from k_begin: t0 + row) hold new keys; the thread's chunk c
       // of its copy rows r0 + it · kRowsPerPass (load_tile's), K and V
-      const int t0 = tile * kBlockN, lo = sm.patch[0] - t0, hi = sm.patch[1] - t0, src0 = t0 + sm.patch[2];
+      const int t0 = tile * kBlockN, lo = sm.patch[0] - t0, hi = sm.patch[1] - t0, src0 = t0 - sm.patch[0];
 #pragma unroll
       for (int it = 0; it < kPasses; ++it) {
         const int r = r0 + it * kRowsPerPass;
@@ -841,7 +893,7 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
           make_float2(o[n][2 * h], o[n][2 * h + 1]);
   }
   __syncthreads();
-  if (p.append_in_kernel && tid < kAppendThreads) store_new_keys<T, kD, kRows>(p, sm.new_rows, tid, kAppendThreads);
+  if (p.append_in_kernel && tid < kAppendThreads) store_new_keys<T, kD, kPaged>(p, sm.store, b, hk, sm.new_rows, tid, kAppendThreads);
   // A CTA without new keys has not waited yet: no CTA of this kernel completes before the fused
   // append, so what follows on the stream (the combine, the caller's next kernel) sees the cache
   // appended. By now the append has long completed: the wait costs nothing.
