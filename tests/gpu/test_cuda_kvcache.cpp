@@ -12,7 +12,8 @@
 // impl auto / cuda_sm80 / cuda_sm90. Unfilled cache slots and the outputs are NaN-poisoned: a slot
 // that leaks or a row left unwritten fails; the cache after the call must equal the reference's
 // bit for bit. AppendSweep: kvcache_append alone (bf16, fp16, fp32, vector and scalar paths),
-// the whole cache compared bit for bit. Skips without a GPU.
+// the whole cache compared bit for bit; AppendRotaryNearTies: the rotation's rounding at the
+// dtype's ties. Skips without a GPU.
 //   FLASHLAB_KV_SWEEP=N (default 300) attention cases, FLASHLAB_KV_APPEND_SWEEP=N (default 200)
 //   append cases, FLASHLAB_KV_COMBINE_SWEEP=N (default 100) combine cases; FLASHLAB_KV_SEED.
 //   FLASHLAB_DECODE_KERNEL=tile (default) | v5: the kernel the sweep runs (src/cuda/decode/decode.h).
@@ -645,6 +646,113 @@ TEST(CudaKvCache, AppendSweep) {
     }
   }
   std::printf("[ kv append sweep ] %d cases, %d failed\n", n_cases, failed);
+}
+
+// The rotation's rounding near the dtype's rounding boundaries (append_kernel.cuh, dot2_to_dtype:
+// fp32 arithmetic where it decides the rounding, the double computation where it cannot). Keys of
+// powers of two (and ±0, and random values) and cos entries 1 + an odd multiple of half a bf16 /
+// fp16 ulp make x0·cos a tie of the dtype; sin entries of 0 (exact ties) and of ±2^-16 ... 2^-130
+// put the exact value just above or below it, on both sides of where the fp32 answer stops being
+// trusted. The cache must equal the CPU append's bit for bit: bf16 and fp16, NeoX and interleaved,
+// head dim 128 (vectors) and 36 (element by element).
+TEST(CudaKvCache, AppendRotaryNearTies) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  std::mt19937_64 rng(static_cast<uint64_t>(env_int("FLASHLAB_KV_SEED", 7)) + 3000);
+  auto uni = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  std::normal_distribution<float> n01(0.f, 1.f);
+  const int64_t B = 2, hk = 2, snew = 64, max_pos = 80;
+  const std::vector<int32_t> lens = {0, 5};
+  const int sin_exps[] = {16, 18, 20, 21, 22, 23, 24, 25, 26, 30, 40, 60, 100, 130};
+  int failed = 0, cases = 0;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t d : {128, 36})
+      for (RotaryStyle style : {RotaryStyle::kNeoX, RotaryStyle::kInterleaved}) {
+        ++cases;
+        const int64_t half = d / 2, cap = max_pos;
+        std::vector<float> cos_t(max_pos * half), sin_t(max_pos * half);
+        for (size_t i = 0; i < cos_t.size(); ++i) {
+          const int odd = 2 * uni(16) + 1;
+          const int kind = uni(5);
+          cos_t[i] = kind == 0 ? 1.0f + odd * 0x1p-8f                            // bf16 ties (x a power of 2)
+                     : kind == 1 ? 1.0f + odd * 0x1p-11f                         // fp16 ties
+                     : kind == 2 ? -(0.5f + odd * 0x1p-9f)                       // bf16 ties, negative
+                     : kind == 3 ? 0.5f + odd * 0x1p-12f                         // fp16 ties
+                                 : std::uniform_real_distribution<float>(-1, 1)(rng);
+          const int sk = uni(4);
+          sin_t[i] = sk == 0 ? 0.0f
+                     : sk == 3 ? std::uniform_real_distribution<float>(-1, 1)(rng)
+                               : (uni(2) ? 1.0f : -1.0f) * std::ldexp(1.0f, -sin_exps[uni(14)]) * (1 + uni(3));
+        }
+        const size_t es = esize(dt);
+        const int64_t elems = B * cap * hk * d;
+        std::vector<uint8_t> kc(elems * es), vc(elems * es), kn(B * snew * hk * d * es), vn(kn.size());
+        for (int64_t e = 0; e < elems; ++e) {
+          put(kc, e, NAN, dt);
+          put(vc, e, NAN, dt);
+        }
+        for (int64_t e = 0; e < B * snew * hk * d; ++e) {
+          const int kind = uni(8);
+          const float x = kind < 5 ? (uni(2) ? 1.0f : -1.0f) * std::ldexp(1.0f, uni(9) - 4)
+                          : kind == 5 ? (uni(2) ? 0.0f : -0.0f)
+                                      : n01(rng);
+          put(kn, e, x, dt);
+          put(vn, e, n01(rng), dt);
+        }
+        Dev<uint8_t> dk(kc), dv(vc), dkn(kn), dvn(vn);
+        Dev<int32_t> dlens(lens);
+        Dev<float> dcos(cos_t), dsin(sin_t);
+        KvCacheParams p;
+        p.device = Device::kCPU;
+        p.impl = Impl::kReference;
+        p.dtype = p.cache_dtype = dt;
+        p.batch = B;
+        p.seqlen_q = 1;
+        p.heads_q = p.heads_kv = hk;
+        p.head_dim = d;
+        p.batch_cache = B;
+        p.max_seqlen_cache = cap;
+        p.seqlen_new = snew;
+        p.rotary_dim = d;
+        p.rotary_max_pos = max_pos;
+        p.rotary_style = style;
+        KvCacheParams g = p;
+        p.k_cache = contiguous(kc.data(), cap, hk, d);
+        p.v_cache = contiguous(vc.data(), cap, hk, d);
+        p.k_new = contiguous(static_cast<const void*>(kn.data()), snew, hk, d);
+        p.v_new = contiguous(static_cast<const void*>(vn.data()), snew, hk, d);
+        p.cache_seqlens = lens.data();
+        p.rotary_cos = cos_t.data();
+        p.rotary_sin = sin_t.data();
+        g.device = Device::kCUDA;
+        g.impl = Impl::kAuto;
+        g.k_cache = contiguous(static_cast<void*>(dk.ptr), cap, hk, d);
+        g.v_cache = contiguous(static_cast<void*>(dv.ptr), cap, hk, d);
+        g.k_new = contiguous(static_cast<const void*>(dkn.ptr), snew, hk, d);
+        g.v_new = contiguous(static_cast<const void*>(dvn.ptr), snew, hk, d);
+        g.cache_seqlens = dlens.ptr;
+        g.rotary_cos = dcos.ptr;
+        g.rotary_sin = dsin.ptr;
+        g.rotary_dtype = DType::kFloat32;
+        const std::string what = std::string("near ties: ") + to_string(dt) + " d" + std::to_string(d) +
+                                 (style == RotaryStyle::kNeoX ? " NeoX" : " interleaved");
+        Status st = kvcache_append(p);
+        ASSERT_TRUE(st.ok()) << what << " (cpu): " << st.to_string();
+        st = kvcache_append(g);
+        const cudaError_t e = cudaDeviceSynchronize();
+        ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+        ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+        const std::vector<uint8_t> got = dk.get(kc.size());
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < elems; ++i)
+          if (std::memcmp(&got[i * es], &kc[i * es], es) != 0 && bad++ == 0) first = i;
+        if (bad > 0 || dv.get(vc.size()) != vc) {
+          ++failed;
+          ADD_FAILURE() << what << ": " << bad << " K elements differ from the CPU append (first at " << first
+                        << ": GPU " << get(got, first < 0 ? 0 : first, dt) << ", CPU "
+                        << get(kc, first < 0 ? 0 : first, dt) << ")";
+        }
+      }
+  std::printf("[ kv append near ties ] %d cases, %d failed\n", cases, failed);
 }
 
 // attention_combine on CUDA against the CPU reference_combine: random split counts (1..64),

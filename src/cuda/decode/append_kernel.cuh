@@ -5,11 +5,13 @@
 // An elementwise copy, so the goal is the copy ceiling: one thread moves one vector of kVec
 // elements (16 bytes when every pointer and stride allows it, else one element) of one row
 // (head_dim elements of one (token, head)); consecutive threads take consecutive vectors of a
-// row, so a warp's loads and stores are whole rows. Three row segments share one launch (a decode
-// step appends a few rows: one launch, not three, is what its latency pays):
-//   [0, kv_rows)            K rows: (b, t, kv head) -> rotated, then stored in the cache
-//   [kv_rows, 2 kv_rows)    V rows: copied bit for bit
-//   [2 kv_rows, + q_rows)   Q rows (fused path with rotary only): (b, i, q head) -> q_rot, dense
+// row, so a warp's loads and stores are whole rows. Two row segments share one launch (a decode
+// step appends a few rows: one launch, not two, is what its latency pays):
+//   [0, kv_rows)            (b, t, kv head): the K vector rotated, then K and V stored in the cache
+//                           (one index computation for both; K and V as two rows each cost its
+//                           own, and the index math was half of the kernel's instructions: ncu,
+//                           session 34)
+//   [kv_rows, + q_rows)     Q rows (fused path with rotary only): (b, i, q head) -> q_rot, dense
 //
 // Bit-for-bit with the CPU (kv::append, kv::apply_rotary + ref::store_rounded): a rotated element
 // is x0·c − x1·s (or x0·s + x1·c) in double — each product of a 16-bit (or fp32) value and an fp32
@@ -141,28 +143,25 @@ struct VecOf<T, 1> {
   using type = T;
 };
 
-// Element offset of slot `slot` of sequence b, kv head h in a cache with strides (bs, rs, hs), or
-// -1 when the page entry / cache row is out of range (the write is skipped).
-__device__ __forceinline__ int64_t append_slot_offset(const AppendParams& p, int b, int64_t slot, int h,
-                                                      int64_t bs, int64_t rs, int64_t hs) {
-  int64_t block, within;
+// Where slot `slot` of sequence b lies: its page (or cache row) and the slot within it; false when
+// the page entry / cache row is out of range (the write is skipped). K and V share it.
+__device__ __forceinline__ bool append_slot_place(const AppendParams& p, int b, int64_t slot, int64_t* block,
+                                                  int64_t* within) {
   if (p.block_table != nullptr) {
     if (p.paged_fast) {
       int rem;
       const int page = p.page_div.divmod(static_cast<int>(slot), &rem);
-      block = p.block_table[b * p.block_table_stride + page];
-      within = rem;
+      *block = p.block_table[b * p.block_table_stride + page];
+      *within = rem;
     } else {
-      block = p.block_table[b * p.block_table_stride + slot / p.page_size];
-      within = slot % p.page_size;
+      *block = p.block_table[b * p.block_table_stride + slot / p.page_size];
+      *within = slot % p.page_size;
     }
-    if (block < 0 || block >= p.num_pages) return -1;
-  } else {
-    block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
-    within = slot;
-    if (block < 0 || block >= p.batch_cache) return -1;
+    return *block >= 0 && *block < p.num_pages;
   }
-  return block * bs + within * rs + int64_t(h) * hs;
+  *block = p.cache_batch_idx != nullptr ? p.cache_batch_idx[b] : b;
+  *within = slot;
+  return *block >= 0 && *block < p.batch_cache;
 }
 
 // The rotary tables' element types (AppendParams / DecodeParams::table_dtype): a 16-bit entry is
@@ -303,12 +302,15 @@ __device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, 
     float c[kVec], s[kVec];
     load_floats<kVec, Mem>(dtype, cos_row, k0, c);
     load_floats<kVec, Mem>(dtype, sin_row, k0, s);
+    // Both halves as one expression, self·c + other·(∓s): x0·c − x1·s in the first half (self is
+    // x0), x0·s + x1·c in the second (self is x1). The products are exact in double, so this is
+    // the same value rounded once. Written as `first ? ... : ...` of the two forms, the compiler
+    // computed both and selected (16 DMUL and 16 DFMA per 8 elements: ncu, session 34).
+    const float sign = first ? -1.0f : 1.0f;
 #pragma unroll
     for (int u = 0; u < kVec; ++u) {
       const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
-      const double x0 = first ? self : oth, x1 = first ? oth : self;
-      const double cu = c[u], su = s[u];
-      el[u] = round_to_dtype<T>(first ? x0 * cu - x1 * su : x0 * su + x1 * cu);
+      el[u] = round_to_dtype<T>(self * static_cast<double>(c[u]) + oth * static_cast<double>(sign * s[u]));
     }
   } else {
     float c[kVec / 2], s[kVec / 2];
@@ -376,32 +378,32 @@ __global__ void __launch_bounds__(256, 5) append_kernel(const __grid_constant__ 
   ptx::grid_dependents_launch();
   // 32-bit index math (the host checks that every vector index fits an int), its divisions by
   // FastDiv (above): they were the costliest instructions of this kernel.
-  const int total = (2 * p.kv_rows + p.q_rows) * p.vecs_per_row;
+  const int total = (p.kv_rows + p.q_rows) * p.vecs_per_row;
   for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += gridDim.x * blockDim.x) {
     int vec;
     int row = p.vecs_div.divmod(idx, &vec);
     const int e0 = vec * kVec;
-    const int segment = row < p.kv_rows ? 0 : row < 2 * p.kv_rows ? 1 : 2;  // K, V, Q
-    row -= segment == 2 ? 2 * p.kv_rows : segment * p.kv_rows;
-    if (segment < 2) {
+    if (row < p.kv_rows) {  // the K and the V vector of (b, t, h): one index computation for both
       int h, t;
       const int b = p.seqlen_new_div.divmod(p.heads_kv_div.divmod(row, &h), &t);
       int64_t len, lp;
       if (!sequence_ok(p, b, &len, &lp)) continue;  // nothing of this sequence is written
       const int64_t slot = len + t;
-      const bool is_k = segment == 0;
-      const int64_t dst = is_k ? append_slot_offset(p, b, slot, h, p.k_batch_stride, p.k_row_stride, p.k_head_stride)
-                               : append_slot_offset(p, b, slot, h, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
-      if (dst < 0) continue;
-      const T* src = is_k ? static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + int64_t(t) * p.kn_row_stride +
-                                int64_t(h) * p.kn_head_stride
-                          : static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + int64_t(t) * p.vn_row_stride +
-                                int64_t(h) * p.vn_head_stride;
-      T* out = static_cast<T*>(is_k ? p.k_cache : p.v_cache) + dst;
-      V raw = *reinterpret_cast<const V*>(src + e0);
-      if (is_k && e0 < p.rotary_dim) rotate<T, kVec>(p, src, e0, slot - lp, raw);
-      *reinterpret_cast<V*>(out + e0) = raw;
+      int64_t block, within;
+      if (!append_slot_place(p, b, slot, &block, &within)) continue;
+      const T* ks = static_cast<const T*>(p.k_new) + b * p.kn_batch_stride + int64_t(t) * p.kn_row_stride +
+                    int64_t(h) * p.kn_head_stride;
+      const T* vs = static_cast<const T*>(p.v_new) + b * p.vn_batch_stride + int64_t(t) * p.vn_row_stride +
+                    int64_t(h) * p.vn_head_stride;
+      V kraw = *reinterpret_cast<const V*>(ks + e0);
+      const V vraw = *reinterpret_cast<const V*>(vs + e0);
+      if (e0 < p.rotary_dim) rotate<T, kVec>(p, ks, e0, slot - lp, kraw);
+      T* kd = static_cast<T*>(p.k_cache) + block * p.k_batch_stride + within * p.k_row_stride + int64_t(h) * p.k_head_stride;
+      T* vd = static_cast<T*>(p.v_cache) + block * p.v_batch_stride + within * p.v_row_stride + int64_t(h) * p.v_head_stride;
+      *reinterpret_cast<V*>(kd + e0) = kraw;
+      *reinterpret_cast<V*>(vd + e0) = vraw;
     } else {
+      row -= p.kv_rows;  // query row (b, i, h)
       int h, i;
       const int b = p.seqlen_q_div.divmod(p.heads_q_div.divmod(row, &h), &i);
       const T* src = static_cast<const T*>(p.q) + b * p.q_batch_stride + int64_t(i) * p.q_row_stride +

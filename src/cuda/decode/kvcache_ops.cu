@@ -29,7 +29,7 @@ bool aligned16(const void* ptr, std::initializer_list<int64_t> strides, int64_t 
   return true;
 }
 
-// Rows the append kernel walks: K and V rows (batch · seqlen_new · heads_kv each), Q rows.
+// Rows the append kernel walks: (b, t, kv head) rows of K and V (batch · seqlen_new · heads_kv), Q rows.
 int64_t kv_rows(const KvCacheParams& p) { return p.k_new.ptr != nullptr ? p.batch * p.seqlen_new * p.heads_kv : 0; }
 int64_t q_rows(const KvCacheParams& p, bool rotate_q) { return rotate_q ? p.batch * p.seqlen_q * p.heads_q : 0; }
 
@@ -38,7 +38,7 @@ Status launch_typed(const decode::AppendParams& ap, cudaStream_t stream) {
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
   FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
-  const int64_t total = (int64_t(2) * ap.kv_rows + ap.q_rows) * ap.vecs_per_row;
+  const int64_t total = (int64_t(ap.kv_rows) + ap.q_rows) * ap.vecs_per_row;  // a K + V pair or a Q vector each
   // Enough CTAs to fill every SM a few times over (8 CTAs of 256 threads fill an H100 SM); past
   // that the grid-stride loop takes the rest.
   int64_t blocks = (total + kAppendThreads - 1) / kAppendThreads;
