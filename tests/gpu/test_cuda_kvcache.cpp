@@ -507,6 +507,29 @@ float get(const std::vector<uint8_t>& buf, int64_t i, DType dt) {
   return from_bits(b, dt);
 }
 
+// The CPU reference's params of an append (one query per sequence, heads_q = heads_kv).
+KvCacheParams cpu_append_params(DType dt, int64_t batch, int64_t heads_kv, int64_t head_dim) {
+  KvCacheParams p;
+  p.device = Device::kCPU;
+  p.impl = Impl::kReference;
+  p.dtype = p.cache_dtype = dt;
+  p.batch = batch;
+  p.seqlen_q = 1;
+  p.heads_q = p.heads_kv = heads_kv;
+  p.head_dim = head_dim;
+  return p;
+}
+// kvcache_append with the CPU params, then with the GPU's; both must succeed (ASSERT_NO_FATAL_FAILURE
+// at the call site stops the test otherwise).
+void run_append_pair(const KvCacheParams& cpu, const KvCacheParams& gpu, const std::string& what) {
+  Status st = kvcache_append(cpu);
+  ASSERT_TRUE(st.ok()) << what << " (cpu): " << st.to_string();
+  st = kvcache_append(gpu);
+  const cudaError_t e = cudaDeviceSynchronize();
+  ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
+
 // kvcache_append alone, CUDA against the CPU (kv::append) on copies of the same cache: the whole
 // cache must come back bit for bit (the new slots, and every other slot still NaN or as it was).
 // bf16 / fp16 / fp32; head dims with 16-byte rows (the vector path) and without (36, 20 in 16 bits:
@@ -540,14 +563,7 @@ TEST(CudaKvCache, AppendSweep) {
       if (use_lp && lens[b] > 0) lpad[b] = std::uniform_int_distribution<int>(0, lens[b])(rng);
       maxlen = std::max<int64_t>(maxlen, lens[b] + snew);
     }
-    KvCacheParams p;
-    p.device = Device::kCPU;
-    p.impl = Impl::kReference;
-    p.dtype = p.cache_dtype = dt;
-    p.batch = B;
-    p.seqlen_q = 1;
-    p.heads_q = p.heads_kv = hk;
-    p.head_dim = d;
+    KvCacheParams p = cpu_append_params(dt, B, hk, d);
     std::vector<int32_t> table, bidx;
     int64_t elems, max_pages = 0, pages = 0, rows = 0, cap = 0;
     if (paged) {
@@ -634,12 +650,7 @@ TEST(CudaKvCache, AppendSweep) {
                                     : " contiguous") +
                              (use_bidx ? " bidx" : "") + (use_lp ? " leftpad" : "") + (pad_new ? " padded" : "") +
                              " rotary " + std::to_string(rot) + "/" + std::to_string(rot_dim) + " tables " + to_string(tdt);
-    Status st = kvcache_append(p);
-    ASSERT_TRUE(st.ok()) << what << " (cpu): " << st.to_string();
-    st = kvcache_append(g);
-    const cudaError_t e = cudaDeviceSynchronize();
-    ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-    ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+    ASSERT_NO_FATAL_FAILURE(run_append_pair(p, g, what));
     if (dk.get(kc.size()) != kc || dv.get(vc.size()) != vc) {
       ++failed;
       ADD_FAILURE() << what << ": the cache differs from the CPU append";
@@ -701,14 +712,7 @@ TEST(CudaKvCache, AppendRotaryNearTies) {
         Dev<uint8_t> dk(kc), dv(vc), dkn(kn), dvn(vn);
         Dev<int32_t> dlens(lens);
         Dev<float> dcos(cos_t), dsin(sin_t);
-        KvCacheParams p;
-        p.device = Device::kCPU;
-        p.impl = Impl::kReference;
-        p.dtype = p.cache_dtype = dt;
-        p.batch = B;
-        p.seqlen_q = 1;
-        p.heads_q = p.heads_kv = hk;
-        p.head_dim = d;
+        KvCacheParams p = cpu_append_params(dt, B, hk, d);
         p.batch_cache = B;
         p.max_seqlen_cache = cap;
         p.seqlen_new = snew;
@@ -735,12 +739,7 @@ TEST(CudaKvCache, AppendRotaryNearTies) {
         g.rotary_dtype = DType::kFloat32;
         const std::string what = std::string("near ties: ") + to_string(dt) + " d" + std::to_string(d) +
                                  (style == RotaryStyle::kNeoX ? " NeoX" : " interleaved");
-        Status st = kvcache_append(p);
-        ASSERT_TRUE(st.ok()) << what << " (cpu): " << st.to_string();
-        st = kvcache_append(g);
-        const cudaError_t e = cudaDeviceSynchronize();
-        ASSERT_TRUE(st.ok()) << what << ": " << st.to_string();
-        ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+        ASSERT_NO_FATAL_FAILURE(run_append_pair(p, g, what));
         const std::vector<uint8_t> got = dk.get(kc.size());
         int64_t bad = 0, first = -1;
         for (int64_t i = 0; i < elems; ++i)

@@ -245,6 +245,16 @@ struct Staged {
   int rotary_dim, table_dtype;  // DecodeParams' rotary fields
   bool neox;
 };
+// A Staged's rotary fields from the call's (rows, tables and pos0 are the caller's).
+__device__ __forceinline__ Staged staged_rotary(const DecodeParams& p) {
+  Staged st;
+  st.cos = p.cos;
+  st.sin = p.sin;
+  st.rotary_dim = p.rotary_dim;
+  st.table_dtype = p.table_dtype;
+  st.neox = p.neox;
+  return st;
+}
 template <int kD>
 __device__ __forceinline__ uint16_t* staged_table(const Staged& st, bool sin, int64_t pos) {
   return st.tables + ((sin ? kStagedRows : 0) + (pos - st.pos0)) * kD;
@@ -443,15 +453,8 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   constexpr int kQChunks = kRows * kChunks;
   constexpr int kQPerThread = (kQChunks + kThreadsCta - kAppendThreads - 1) / (kThreadsCta - kAppendThreads);
   if (p.wait_first) ptx::grid_dependency_wait();
-  if ((p.q_rotate || (p.append_in_kernel && p.rotary_dim > 0)) && warp == kWarps - 1) {  // warm_rotation
-    Staged w;
-    w.cos = p.cos;
-    w.sin = p.sin;
-    w.rotary_dim = p.rotary_dim;
-    w.table_dtype = p.table_dtype;
-    w.neox = p.neox;
-    warm_rotation<T, kD>(w, sm.kv.v[kStages - 1], p.append_in_kernel && p.rotary_dim > 0, lane);
-  }
+  if ((p.q_rotate || (p.append_in_kernel && p.rotary_dim > 0)) && warp == kWarps - 1)
+    warm_rotation<T, kD>(staged_rotary(p), sm.kv.v[kStages - 1], p.append_in_kernel && p.rotary_dim > 0, lane);
   const int q_first = p.append_in_kernel ? tid - kAppendThreads : tid;
   const int q_step = p.append_in_kernel ? kThreadsCta - kAppendThreads : kThreadsCta;
   auto q_row = [&](int e) __attribute__((always_inline)) {  // chunk e's row of q (its query i = rr / group)
@@ -645,14 +648,9 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   const bool appends = p.append_in_kernel && tid < kAppendThreads;
   const bool staging = p.append_in_kernel || p.q_rotate;  // uniform over the CTA
   const bool seq_ok = sequence_ok_for(p, L - p.seqlen_new + lp, lp);
-  Staged st;
+  Staged st = staged_rotary(p);
   st.rows = sm.new_rows;
   st.tables = sm.kv.k[kStages - 1];
-  st.cos = p.cos;
-  st.sin = p.sin;
-  st.rotary_dim = p.rotary_dim;
-  st.table_dtype = p.table_dtype;
-  st.neox = p.neox;
   {
     // the queries' positions, and the new keys' where this kernel appends them (an append kernel's
     // new keys, seqlen_new > new_rows_cap, come rotated: their tables' rows are not staged)
