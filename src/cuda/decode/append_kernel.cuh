@@ -211,6 +211,16 @@ __device__ __forceinline__ float table_at(int dtype, const void* t, int64_t i) {
   return static_cast<const float*>(t)[i];
 }
 
+// One rotated element, rounded once to T: with `self` the element and `other` its pair partner,
+// x0·c − x1·s for the pair's first element (self = x0) and x0·s + x1·c for its second (self = x1),
+// i.e. self·c + other·(∓s) for both. The products are exact in double, so this is the value
+// rounded once. Written as `first ? x0·c − x1·s : x0·s + x1·c` the compiler computed both forms
+// and selected (16 DMUL and 16 DFMA per 8 NeoX elements: ncu, session 34).
+template <typename T>
+__device__ __forceinline__ T rotated_elem(float self, float other, float c, float s, bool first) {
+  return round_to_dtype<T>(static_cast<double>(self) * c + static_cast<double>(other) * (first ? -s : s));
+}
+
 // Rotated element e of a row (e < rotary_dim) at table row `pos`; x = the row in global memory.
 // The partner element is read again from global memory (the warp just loaded the row: an L1 hit),
 // which keeps any rotary_dim and vector width correct without shuffles.
@@ -230,10 +240,8 @@ __device__ __forceinline__ T rotate_elem(const P& p, const T* x, int e, int64_t 
     k = e >> 1;
     partner = e ^ 1;
   }
-  const double c = table_at(p.table_dtype, p.cos, pos * half + k), s = table_at(p.table_dtype, p.sin, pos * half + k);
-  const double self = elem_to_float(x[e]), other = elem_to_float(x[partner]);
-  const double x0 = first ? self : other, x1 = first ? other : self;
-  return round_to_dtype<T>(first ? x0 * c - x1 * s : x0 * s + x1 * c);
+  return rotated_elem<T>(elem_to_float(x[e]), elem_to_float(x[partner]), table_at(p.table_dtype, p.cos, pos * half + k),
+                         table_at(p.table_dtype, p.sin, pos * half + k), first);
 }
 
 // The kVec elements e0 ... e0 + kVec - 1 of a row, rotated in place in `raw` (which holds them):
@@ -302,26 +310,17 @@ __device__ __forceinline__ void rotate_vec_rows(bool neox, int dtype, int half, 
     float c[kVec], s[kVec];
     load_floats<kVec, Mem>(dtype, cos_row, k0, c);
     load_floats<kVec, Mem>(dtype, sin_row, k0, s);
-    // Both halves as one expression, self·c + other·(∓s): x0·c − x1·s in the first half (self is
-    // x0), x0·s + x1·c in the second (self is x1). The products are exact in double, so this is
-    // the same value rounded once. Written as `first ? ... : ...` of the two forms, the compiler
-    // computed both and selected (16 DMUL and 16 DFMA per 8 elements: ncu, session 34).
-    const float sign = first ? -1.0f : 1.0f;
 #pragma unroll
-    for (int u = 0; u < kVec; ++u) {
-      const double self = elem_to_float(el[u]), oth = elem_to_float(other[u]);
-      el[u] = round_to_dtype<T>(self * static_cast<double>(c[u]) + oth * static_cast<double>(sign * s[u]));
-    }
+    for (int u = 0; u < kVec; ++u) el[u] = rotated_elem<T>(elem_to_float(el[u]), elem_to_float(other[u]), c[u], s[u], first);
   } else {
     float c[kVec / 2], s[kVec / 2];
     load_floats<kVec / 2, Mem>(dtype, cos_row, e0 / 2, c);
     load_floats<kVec / 2, Mem>(dtype, sin_row, e0 / 2, s);
 #pragma unroll
     for (int j = 0; j < kVec / 2; ++j) {
-      const double x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
-      const double cj = c[j], sj = s[j];
-      el[2 * j] = round_to_dtype<T>(x0 * cj - x1 * sj);
-      el[2 * j + 1] = round_to_dtype<T>(x0 * sj + x1 * cj);
+      const float x0 = elem_to_float(el[2 * j]), x1 = elem_to_float(el[2 * j + 1]);
+      el[2 * j] = rotated_elem<T>(x0, x1, c[j], s[j], true);
+      el[2 * j + 1] = rotated_elem<T>(x1, x0, c[j], s[j], false);
     }
   }
 }
