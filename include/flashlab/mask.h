@@ -3,8 +3,8 @@
 // Causal masking and the sliding window are both interval constraints on the key index, so every
 // query row sees one contiguous range of keys [lo, hi] (empty when hi < lo). StreamingLLM sink
 // tokens add a second range before it, [0, sink_keys(m, i)) (docs/design/sink-tokens.md; the CPU
-// backends, the CUDA decode kernels, cuda_sm80's training kernels and cuda_sm90's forward use it;
-// cuda_sm90's backward refuses sink tokens yet). All backends use these functions, so they cannot disagree on the mask.
+// backends, the CUDA decode kernels, cuda_sm80's training kernels and cuda_sm90's use it). All
+// backends use these functions, so they cannot disagree on the mask.
 #pragma once
 
 #include <cmath>

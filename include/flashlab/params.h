@@ -106,8 +106,9 @@ struct AttentionConfig {
   int64_t window_right = -1;
   // StreamingLLM sink tokens: the first sink_tokens keys stay visible to every row whose right
   // bound reaches them, left of its window too (0 = off; docs/design/sink-tokens.md). Query i
-  // sees key j < sink_tokens iff j <= i + shift + right bound. The CPU backends and the CUDA
-  // KV-cache path have them; the CUDA training kernels refuse sink_tokens > 0 (kUnsupported).
+  // sees key j < sink_tokens iff j <= i + shift + right bound. Every backend but the learning
+  // kernels has them; cuda_sm90 refuses them in the forward above head dim 128 and in the
+  // deterministic backward (kUnsupported; impl=auto runs cuda_sm80 there).
   int64_t sink_tokens = 0;
 
   // --- dropout on the attention probabilities (training). Keep-mask from Philox-4x32-10, keyed

@@ -109,11 +109,12 @@ const Backend kBackends[] = {
     // The Hopper kernels: sm_90 devices; what they refuse (dropout; varlen without total_q /
     // total_k, above head dim 192 in the forward and above 128 in the backward; in the backward
     // head dims outside 33..128 and 193..256, the deterministic mode above 128; StreamingLLM sink
-    // tokens in the backward and above head dim 128) kAuto serves with cuda_sm80, the next row.
+    // tokens in the forward above head dim 128 and in the deterministic backward) kAuto serves with
+    // cuda_sm80, the next row.
     {Impl::kCudaSm90, Device::kCUDA,
      "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout, varlen at head_dim > 192 (backward: "
-     "> 128), backward at head_dim <= 32 or 129..192 (deterministic: > 128), and sink tokens in the backward "
-     "or at head_dim > 128: cuda_sm80",
+     "> 128), backward at head_dim <= 32 or 129..192 (deterministic: > 128, or with sink tokens), and sink "
+     "tokens in the forward at head_dim > 128: cuda_sm80",
      sm90_supports_named, sm90_forward, sm90_backward, nullptr, sm90_backward_workspace_size,
      /*experimental=*/false, sm90_forward_accepts, sm90_backward_accepts},
 #endif
@@ -150,8 +151,8 @@ bool available(const Backend& b) {
 Status backend_supports(const Backend& b, const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(b.supports(c, backward, b.name()));
   // docs/design/sink-tokens.md: the CPU backends and cuda_sm80 have them, cuda_sm90 in the forward
-  // up to head dim 128 (sm90_supports refuses the rest, and impl=auto runs cuda_sm80 there), the
-  // learning kernels not.
+  // up to head dim 128 and in the backward but not deterministic (sm90_supports and
+  // sm90_backward_accepts refuse the rest, and impl=auto runs cuda_sm80 there), the learning kernels not.
   const bool sink_tokens_served = b.impl == Impl::kReference || b.impl == Impl::kCpuFlash ||
                                   b.impl == Impl::kCudaSm80 || b.impl == Impl::kCudaSm90;
   if (c.sink_tokens > 0 && !sink_tokens_served)

@@ -203,10 +203,11 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   if (chance(0.25)) s.row_pad = 8 * pick({1, 3});  // multiples of 8 keep 16-byte row alignment
   s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
   if (chance(0.05)) *scale = chance(0.5) ? 0.0f : -0.09f;
-  // StreamingLLM sink tokens beside a left window (cuda_sm80 only: the others refuse them, and the
-  // sweep counts the draw as left to another impl); more than one 64-key block of them too.
+  // StreamingLLM sink tokens beside a left window (cuda_sm80, cuda_sm90's backward and its forward up
+  // to head dim 128; where an impl refuses them the sweep counts the draw as left to another impl);
+  // more than one 64-key block of them too.
   if (s.window_left >= 0 && chance(0.5)) s.sink_tokens = pick({1, 4, 70});
-  // FLASHLAB_SWEEP_SINK_TOKENS=1 (sanitizer runs aimed at cuda_sm80's sink-token kernels): every
+  // FLASHLAB_SWEEP_SINK_TOKENS=1 (sweeps and sanitizer runs aimed at the sink-token kernels): every
   // draw gets a left window and sink tokens (the draws after this point change too).
   if (env_int("FLASHLAB_SWEEP_SINK_TOKENS", 0) != 0) {
     if (s.window_left < 0) s.window_left = pick({0, 5, 64, 300});

@@ -42,9 +42,10 @@ void check_case(const Case& c) {
   t.k_len = c.k_len;
   const int m_blocks = (c.q_len + kBlockM - 1) / kBlockM;
   for (int n = 0; n * kBlockN < c.k_len; ++n) {
-    QueryBlockRange<kBlockM, kBlockN> range(p, t, n);
-    // A block that may hold sink keys (flash_bwd_kernel.h's kSinks kernels): more rows, all masked.
-    const bool sink_block = range.add_sinks(p, t, n);
+    // As the sink-token kernels take it (sm80: kSinks, sm90: the general kernels); a block that may
+    // hold sink keys has more rows, all masked.
+    const QueryBlockRange<kBlockM, kBlockN> range(p, t, n, /*sinks=*/true);
+    const bool sink_block = QueryBlockRange<kBlockM, kBlockN>::sink_block(p, n);
     int want_min = m_blocks, want_max = -1;
     for (int m = 0; m < m_blocks; ++m) {
       bool any = false, full = true;

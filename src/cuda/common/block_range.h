@@ -157,40 +157,33 @@ FLASHLAB_HD void relative_query_bounds(const RowMask& m, int key, int k_len, int
 //   rows with lo(i) <= n1 (last key)   are i <= n1 + left - shift    (all rows when left = -1)
 // and a row in both sets sees a key of the block: its interval is nonempty (lo <= n1 <= k_len - 1
 // and hi >= n0 >= 0 exclude the two ways the clamping can empty it) and overlaps [n0, n1].
+//
+// StreamingLLM sink tokens (sinks: the caller serves them; cuda_sm80's sink kernels, cuda_sm90's
+// general kernels): a key block holding a possible sink key (n0 < sink_tokens) is seen by every row
+// whose right bound reaches it, left window or not. Row i with hi(i) >= n0 sees a window key of the
+// block when lo(i) <= n1, and otherwise key n0 as a sink: s_i = min(sink, lo(i), hi(i) + 1) > n0.
+// Rows with hi(i) < n0 see no key of it (s_i <= hi(i) + 1). So the block's rows run from the first
+// such row to the sequence's end: the second bound is dropped. Such a block's products take the
+// full mask (ScoreVariant::p_and_ds's sinks; sm90: p_and_ds_t's sink keys).
 template <int kBlockM, int kBlockN>
 struct QueryBlockRange {
   int m_min = 0, m_max = 0;
 
-  FLASHLAB_HD QueryBlockRange(const ScoreArgs& p, const WorkTile& t, int n_block) {
+  FLASHLAB_HD QueryBlockRange(const ScoreArgs& p, const WorkTile& t, int n_block, bool sinks = false) {
     const RowMask m = sequence_mask(p, t);
     const int64_t n0 = int64_t(n_block) * kBlockN;
     const int64_t n1 = (n0 + kBlockN < t.k_len ? n0 + kBlockN : int64_t(t.k_len)) - 1;
     if (t.q_len <= 0 || n1 < n0) return;
     int64_t i_min = 0, i_max = int64_t(t.q_len) - 1;
     if (m.right >= 0 && n0 - m.shift - m.right > i_min) i_min = n0 - m.shift - m.right;
-    if (m.left >= 0 && n1 + m.left - m.shift < i_max) i_max = n1 + m.left - m.shift;
+    if (m.left >= 0 && !(sinks && sink_block(p, n_block)) && n1 + m.left - m.shift < i_max) i_max = n1 + m.left - m.shift;
     if (i_min > i_max) return;  // no row sees a key of this block: dK = dV = 0
     m_min = static_cast<int>(i_min / kBlockM);
     m_max = static_cast<int>(i_max / kBlockM) + 1;
   }
   FLASHLAB_HD bool empty() const { return m_max <= m_min; }
-  // StreamingLLM sink tokens (cuda_sm80): a key block holding a possible sink key (n0 <
-  // sink_tokens) is seen by every row whose right bound reaches it, left window or not. Row i with
-  // hi(i) >= n0 sees a window key of the block when lo(i) <= n1, and otherwise key n0 as a sink:
-  // s_i = min(sink, lo(i), hi(i) + 1) > n0. Rows with hi(i) < n0 see no key of it (s_i <= hi(i) + 1).
-  // So the block's rows run from the first such row to the sequence's end. True: a sink block
-  // (its products take the full mask: ScoreVariant::p_and_ds's sinks).
-  FLASHLAB_HD bool add_sinks(const ScoreArgs& p, const WorkTile& t, int n_block) {
-    const int64_t n0 = int64_t(n_block) * kBlockN;
-    if (p.sink_tokens <= n0 || n0 >= t.k_len || t.q_len <= 0) return false;
-    const RowMask m = sequence_mask(p, t);
-    int64_t i_min = 0;
-    if (m.right >= 0 && n0 - m.shift - m.right > i_min) i_min = n0 - m.shift - m.right;
-    if (i_min > int64_t(t.q_len) - 1) return true;  // no row reaches the block: the range stays empty
-    m_min = static_cast<int>(i_min / kBlockM);
-    m_max = static_cast<int>((int64_t(t.q_len) - 1) / kBlockM) + 1;
-    return true;
-  }
+  // Whether key block n_block may hold a sink key.
+  FLASHLAB_HD static bool sink_block(const ScoreArgs& p, int n_block) { return p.sink_tokens > int64_t(n_block) * kBlockN; }
 };
 
 }  // namespace common

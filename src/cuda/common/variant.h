@@ -267,10 +267,14 @@ struct ScoreVariant {
   // their (key, query) tile coordinates. A thread's columns are many queries (16 of a 64 × 64
   // wgmma accumulator), so their LSE · log2(e) and D are read from shared memory: lse_log2 and
   // dsum hold the query block's kBlockM values (+inf and 0 for rows past the sequence).
-  // kGeneral: the kernel compiled for softcap / ALiBi (general(params)); otherwise for neither.
+  // kGeneral: the kernel compiled for softcap / ALiBi and StreamingLLM sink tokens (general(params);
+  // sink tokens change the mask only beside a left window); otherwise for none of them.
   // Two kernels, not a branch: with both loops in one kernel its registers spill (ptxas, D 128);
   // for the same reason the general kernel has one loop, masked or not.
-  static bool general(const Params& params) { return params.alibi_slopes != nullptr || params.softcap > 0.0f; }
+  static bool general(const Params& params) {
+    return params.alibi_slopes != nullptr || params.softcap > 0.0f ||
+           (params.sink_tokens > 0 && params.window_left >= 0);
+  }
   template <bool kGeneral, typename TensorS, typename TensorC>
   __device__ void p_and_ds_transposed(TensorS& s, TensorS& dp, TensorC const& tStS, int m_block, int n_block,
                                       bool needs_mask, const float* lse_log2, const float* dsum) const {
@@ -299,7 +303,13 @@ struct ScoreVariant {
     for (int r = 0; r < kRows; ++r) {
       const int key = n_block * kBlockN + static_cast<int>(get<0>(tStS(r, 0)));
       lo_rel[r] = 0, hi_rel[r] = kBlockM;
-      if constexpr (kMask) relative_query_bounds<kBlockM>(m, key, t.k_len, i0, &lo_rel[r], &hi_rel[r]);
+      if constexpr (kMask) {
+        relative_query_bounds<kBlockM>(m, key, t.k_len, i0, &lo_rel[r], &hi_rel[r]);
+        // The general kernel (!kSimple) serves StreamingLLM sink tokens too (cuda_sm90's backward):
+        // a sink key is seen by every row its right bound reaches, left of the window too
+        // (relative_query_bounds' second bound dropped).
+        if (!kSimple && key < p.sink_tokens && key < t.k_len) hi_rel[r] = kBlockM;
+      }
       diag_rel[r] = kSimple ? 0.0f : static_cast<float>(i0 + static_cast<int>(m.shift) - key);
     }
     CUTE_UNROLL

@@ -101,11 +101,11 @@ struct FlashBwdKernel : BwdKernelBase<Mainloop, Epilogue, TileScheduler, Variant
     Tensor cS = make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{});  // (BLK_M, BLK_N) -> (row, col)
     Tensor tScS = rowcol_view(thr_sdp.partition_C(cS));                     // (rows, cols) -> (row, col)
 
-    QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
     // StreamingLLM sink tokens (Variant::kSinks kernels): a block that may hold sink keys is seen
-    // by more rows, and its products take the full mask (p_and_ds's sinks).
+    // by more rows (QueryBlockRange's sinks), and its products take the full mask (p_and_ds's sinks).
+    const QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block, Variant::kSinks);
     std::conditional_t<Variant::kSinks, bool, cute::false_type> sink_block{};
-    if constexpr (Variant::kSinks) sink_block = range.add_sinks(params.variant, tile, n_block);
+    if constexpr (Variant::kSinks) sink_block = range.sink_block(params.variant, n_block);
     if (!range.empty()) {  // else no row sees these keys: dK = dV = 0 below
       const Mainloop mainloop(params.mainloop, tile, smem.mainloop);
       const Variant variant(params.variant, tile);

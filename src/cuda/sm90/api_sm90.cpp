@@ -5,7 +5,9 @@
 //   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) in the backward, and in
 //   the forward without total_q / total_k (the packed rows its TMA descriptors span) or above
 //   head dim 192 (tile_size.h kMaxVarlenHeadDim); in the
-//   backward also head dims outside 33..128 and 193..256, and the deterministic backward above 128.
+//   backward also head dims outside 33..128 and 193..256, and the deterministic backward above 128
+//   or with sink tokens (beside a left window; without one they change nothing); the forward
+//   refuses sink tokens above head dim 128.
 //   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
@@ -117,10 +119,10 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
       return unsupported("cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
                          std::to_string(sm90::kMaxVarlenHeadDim) + ")");
   }
-  // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels), not the
-  // backward yet.
-  if (c.sink_tokens > 0 && backward) return unsupported("sink_tokens (StreamingLLM sink tokens) in the backward");
-  if (c.sink_tokens > 0 && c.head_dim > sm90::kMaxSinkTokensHeadDim)
+  // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels); the
+  // backward at every head dim it serves (its general kernels), but not deterministic
+  // (sm90_backward_accepts).
+  if (c.sink_tokens > 0 && !backward && c.head_dim > sm90::kMaxSinkTokensHeadDim)
     return unsupported("sink_tokens (StreamingLLM sink tokens) at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
   if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
@@ -162,6 +164,10 @@ Status sm90_backward_accepts(const BwdParams& p) {
   if (p.deterministic && p.head_dim > kMaxBackwardHeadDim)
     return unsupported("the deterministic backward at head_dim " + std::to_string(p.head_dim) + " (> " +
                        std::to_string(kMaxBackwardHeadDim) + ")");
+  // The ordered dQ adds (flash_bwd_kernel.h, kDeterministic) rank a query block's key blocks as
+  // one interval; sink tokens add a second one.
+  if (p.deterministic && p.sink_tokens > 0 && p.window_left >= 0)
+    return unsupported("the deterministic backward with sink_tokens (StreamingLLM sink tokens)");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};
   if (p.cu_seqlens_q != nullptr)  // packed: one batch entry of total rows (mainloop_bwd.h)

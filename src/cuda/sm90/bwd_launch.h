@@ -96,9 +96,10 @@ Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
   // auto runs cuda_sm80's. Nothing is written before this.
   if (BwdTraits<kHeadDim, Element>::kWide && args.deterministic)
     return Status::Unsupported(std::string("impl ") + kImplName + ": the deterministic backward at head_dim > 128");
-  // Softcap and ALiBi have kernels of their own (flash_bwd_kernel.h, kGeneral), on 64-row query
-  // blocks at every head dim (bwd_kernel_traits.h, bwd_block_m), and so has the deterministic mode
-  // (kDeterministic: ordered dQ reductions, kPartial dK / dV).
+  // Softcap, ALiBi and StreamingLLM sink tokens (beside a left window) have kernels of their own
+  // (flash_bwd_kernel.h, kGeneral), on 64-row query blocks at every head dim (bwd_kernel_traits.h,
+  // bwd_block_m), and so has the deterministic mode (kDeterministic: ordered dQ reductions,
+  // kPartial dK / dV; no sink tokens: api_sm90.cpp).
   if (common::ScoreVariant<64, 128>::general(args.score))
     return run_bwd_with<BwdTraits<kHeadDim, Element, 64>, true>(args, stream);
   return run_bwd_with<BwdTraits<kHeadDim, Element>, false>(args, stream);

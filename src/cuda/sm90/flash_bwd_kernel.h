@@ -75,8 +75,8 @@ namespace sm90 {
 
 using namespace cute;
 
-// kGeneral: compiled for softcap / ALiBi (Variant::general(params)); kDeterministic: the ordered dQ
-// reductions above (BwdArguments::deterministic). bwd_launch.h picks.
+// kGeneral: compiled for softcap / ALiBi / StreamingLLM sink tokens (Variant::general(params));
+// kDeterministic: the ordered dQ reductions above (BwdArguments::deterministic). bwd_launch.h picks.
 template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false, bool kVarlen = false>
 struct FlashBwdKernel {
   using Mainloop = Mainloop_;
@@ -137,10 +137,9 @@ struct FlashBwdKernel {
     __syncthreads();  // barrier initializations visible to every warp
 
     int n_block = 0;
-    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
-                                           : TileScheduler::get_tile(params.scheduler, &n_block);
+    common::WorkTile tile = cta_tile(params, &n_block);
     if (n_block * kBlockN >= tile.k_len) return;  // past this sequence's keys (CTA-uniform)
-    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    const common::QueryBlockRange<kBlockM, kBlockN> range = cta_range(params, tile, n_block);
 
     if (warp_group == 0) {
       cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
@@ -154,6 +153,22 @@ struct FlashBwdKernel {
       cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
       consume(params, smem, tile, n_block, range, pipeline);
     }
+  }
+
+  // The CTA's key block and the query blocks that see it. StreamingLLM sink tokens (the general
+  // kernels; the deterministic mode refuses them, api_sm90.cpp): a key block that may hold sink keys
+  // is seen by every later query block (QueryBlockRange's sinks), and its scores take the full mask
+  // (the general kernel masks every block; p_and_ds_t's sink keys). Unlike cuda_sm80's backward,
+  // those longest CTAs are not launched first (get_tile_low_keys_first): in the dQ writer, which
+  // recomputes its tile on 24 registers, that order spilled at head dim 96, and so did a key-major
+  // grid's (heads, batch, key blocks).
+  __device__ static common::WorkTile cta_tile(const Params& params, int* n_block) {
+    return kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, n_block)
+                          : TileScheduler::get_tile(params.scheduler, n_block);
+  }
+  __device__ static common::QueryBlockRange<kBlockM, kBlockN> cta_range(const Params& params, const common::WorkTile& tile,
+                                                                        int n_block) {
+    return common::QueryBlockRange<kBlockM, kBlockN>(params.variant, tile, n_block, kGeneral && !kDeterministic);
   }
 
   // Varlen: warp 2 of the producer warpgroup clears the next sequence's rows of Q and dO in the
@@ -219,9 +234,8 @@ struct FlashBwdKernel {
   };
   __device__ void write_dq(const Params& params, SharedStorage& smem) const {
     int n_block = 0;
-    common::WorkTile tile = kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, &n_block)
-                                           : TileScheduler::get_tile(params.scheduler, &n_block);
-    const common::QueryBlockRange<kBlockM, kBlockN> range(params.variant, tile, n_block);
+    common::WorkTile tile = cta_tile(params, &n_block);
+    const common::QueryBlockRange<kBlockM, kBlockN> range = cta_range(params, tile, n_block);
     const bool leader = cute::elect_one_sync();
     // dq_accum's tiles of one (sequence, head) are evenly spaced in m_block (bwd_workspace.h):
     // a pointer and a stride keep the loop within the producer warpgroup's registers.
