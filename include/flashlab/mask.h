@@ -47,6 +47,14 @@ FLASHLAB_HD void visible_keys(const RowMask& m, int64_t i, int64_t* lo, int64_t*
   *hi = b;
 }
 
+// Whether sink tokens change a mask at all: only beside a left window (without one every row's
+// interval starts at key 0, and [0, s) lies inside it). Callers of any params struct with these two
+// fields ask here before picking a sink-token kernel, split or refusal.
+template <typename Params>
+FLASHLAB_HD bool sink_tokens_change_mask(const Params& p) {
+  return p.sink_tokens > 0 && p.window_left >= 0;
+}
+
 // Sink tokens of query row i: keys [0, s) visible besides [lo, hi], with s = min(sink, lo, hi + 1)
 // (left of the window only, never right of the row's right bound). 0 without sink tokens.
 FLASHLAB_HD int64_t sink_keys(const RowMask& m, int64_t i) {

@@ -176,14 +176,17 @@ struct QueryBlockRange {
     if (t.q_len <= 0 || n1 < n0) return;
     int64_t i_min = 0, i_max = int64_t(t.q_len) - 1;
     if (m.right >= 0 && n0 - m.shift - m.right > i_min) i_min = n0 - m.shift - m.right;
-    if (m.left >= 0 && !(sinks && sink_block(p, n_block)) && n1 + m.left - m.shift < i_max) i_max = n1 + m.left - m.shift;
+    const bool left = m.left >= 0 && !(sinks && sink_block(p, n_block));  // a sink block: no second bound
+    if (left && n1 + m.left - m.shift < i_max) i_max = n1 + m.left - m.shift;
     if (i_min > i_max) return;  // no row sees a key of this block: dK = dV = 0
     m_min = static_cast<int>(i_min / kBlockM);
     m_max = static_cast<int>(i_max / kBlockM) + 1;
   }
   FLASHLAB_HD bool empty() const { return m_max <= m_min; }
   // Whether key block n_block may hold a sink key.
-  FLASHLAB_HD static bool sink_block(const ScoreArgs& p, int n_block) { return p.sink_tokens > int64_t(n_block) * kBlockN; }
+  FLASHLAB_HD static bool sink_block(const ScoreArgs& p, int n_block) {
+    return p.sink_tokens > int64_t(n_block) * kBlockN;
+  }
 };
 
 }  // namespace common

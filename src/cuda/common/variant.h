@@ -272,8 +272,7 @@ struct ScoreVariant {
   // Two kernels, not a branch: with both loops in one kernel its registers spill (ptxas, D 128);
   // for the same reason the general kernel has one loop, masked or not.
   static bool general(const Params& params) {
-    return params.alibi_slopes != nullptr || params.softcap > 0.0f ||
-           (params.sink_tokens > 0 && params.window_left >= 0);
+    return params.alibi_slopes != nullptr || params.softcap > 0.0f || sink_tokens_change_mask(params);
   }
   template <bool kGeneral, typename TensorS, typename TensorC>
   __device__ void p_and_ds_transposed(TensorS& s, TensorS& dp, TensorC const& tStS, int m_block, int n_block,

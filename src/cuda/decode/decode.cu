@@ -177,7 +177,7 @@ int regular_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
 // StreamingLLM sink tokens take one more split, the last (decode_kernel.cuh, DecodeParams::sink_split),
 // where a left window can hide them; without one every row's window starts at key 0 and the sinks
 // change nothing. The splits above ignore it: it reads at most sink_tokens keys.
-int sink_split(const KvCacheParams& p) { return p.sink_tokens > 0 && p.window_left >= 0 ? 1 : 0; }
+int sink_split(const KvCacheParams& p) { return sink_tokens_change_mask(p) ? 1 : 0; }
 int num_splits(const KvCacheParams& p, int sm_count, DecodeKernel kernel) {
   return regular_splits(p, sm_count, kernel) + sink_split(p);
 }

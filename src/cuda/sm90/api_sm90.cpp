@@ -24,6 +24,7 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
+#include "flashlab/mask.h"  // sink_tokens_change_mask
 #include "cuda/sm90/tile_size.h"  // kMaxVarlenHeadDim
 
 namespace flashlab {
@@ -166,7 +167,7 @@ Status sm90_backward_accepts(const BwdParams& p) {
                        std::to_string(kMaxBackwardHeadDim) + ")");
   // The ordered dQ adds (flash_bwd_kernel.h, kDeterministic) rank a query block's key blocks as
   // one interval; sink tokens add a second one.
-  if (p.deterministic && p.sink_tokens > 0 && p.window_left >= 0)
+  if (p.deterministic && sink_tokens_change_mask(p))
     return unsupported("the deterministic backward with sink_tokens (StreamingLLM sink tokens)");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};

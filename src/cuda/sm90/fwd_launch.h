@@ -148,7 +148,7 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   // the kSinks kernel, on hdim 64's 128 x 128 tile (two consumer warpgroups: varlen too) or the
   // default tile; FLASHLAB_SM90_FWD_TILE does not apply. Without a left window the call is the
   // same as without sink tokens.
-  if (args.score.sink_tokens > 0 && args.score.window_left >= 0) {
+  if (sink_tokens_change_mask(args.score)) {
     if constexpr (kHeadDim > kMaxSinkTokensHeadDim) {  // sm90_supports refused the call
       return Status(StatusCode::kInternal, "impl cuda_sm90: sink tokens above head dim 128");
     } else if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
