@@ -679,6 +679,22 @@ TEST(Props, OneThreadEqualsTwoThreads) {
   }
 }
 
+// A varlen batch whose sequences are all empty: nothing to compute, but dsink (a sum over no rows)
+// is still an output, 0 for every head, in both CPU backends (cpu_flash once left it unwritten: the
+// GPU sweep's same-precision baseline then held its poison).
+TEST(Props, EmptyVarlenBatchWritesZeroDsink) {
+  ft::ProblemSpec s = property_spec();
+  s.lens_q = {0}, s.lens_k = {0};
+  for (Impl impl : {Impl::kCpuFlash, Impl::kReference}) {
+    ft::Problem pb(s);
+    ASSERT_TRUE(run_forward(pb, impl).ok());
+    pb.poison_backward_outputs();
+    ASSERT_TRUE(run_backward(pb, impl).ok());
+    ASSERT_EQ(pb.dsink.size(), static_cast<size_t>(s.heads_q));
+    for (float x : pb.dsink) EXPECT_EQ(x, 0.0f) << flashlab::to_string(impl);
+  }
+}
+
 // A head-major (batch, heads, seqlen, dim) layout, with the same values, gives the same bits:
 // strides only move data, they never change the arithmetic.
 TEST(Props, HeadMajorStridesGiveTheSameBits) {

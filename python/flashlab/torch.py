@@ -28,12 +28,12 @@ versions would record an event on the current stream — fatal inside graph capt
 host time than the rest of the call.
 
 On CUDA ``impl="auto"`` runs ``cuda_sm90`` on an H100/H200 (the forward, varlen up to head dim 192
-included, and the backward at head dims 33–128, deterministic or varlen or neither, and 193–256) and
-``cuda_sm80`` for the rest (dropout, varlen above those head dims, the other backward head dims,
-other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and
-every feature (causal in both alignments, sliding window, softcap, ALiBi, dropout, GQA/MQA, varlen)
-but StreamingLLM sink tokens; what it refuses (e.g. fp32, head_dim 100, ``sink_tokens > 0``) raises
-``flashlab.UnsupportedError`` with the C++ library's message. On the CPU every feature runs in fp32,
+included, and the backward at head dims up to 128 and 193–256, deterministic or varlen or neither)
+and ``cuda_sm80`` for the rest (dropout, the varlen forward above head dim 192, the backward at head
+dims 129–192, other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and every feature
+(causal in both alignments, sliding window, StreamingLLM sink tokens, softcap, ALiBi, dropout,
+GQA/MQA, varlen); what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError``
+with the C++ library's message. On the CPU every feature runs in fp32,
 fp16 and bf16 (``cpu_flash``), sink tokens included.
 
 Attention sinks (``sink_logits``, fp32 (heads_q,), learnable) are one more optional input of both

@@ -313,10 +313,11 @@ mask and scores:
   --align A            bottom-right (FlashAttention) | top-left (PyTorch SDPA); default bottom-right
   --window L,R         sliding window: L keys left, R keys right of the diagonal (-1 = unbounded)
   --sink-tokens N      StreamingLLM sink tokens: the first N keys stay visible left of the window
-                       (cpu backends; the CUDA training kernels refuse it)
+                       (cpu backends, cuda_sm80, cuda_sm90; the learning kernels refuse it)
   --softcap C          s = C * tanh(s / C)
   --alibi              ALiBi with the standard slopes 2^(-8h/H)
-  --sinks              attention sinks: one random logit per query head (cpu backends)
+  --sinks              attention sinks: one random logit per query head (cpu backends, cuda_sm80,
+                       cuda_sm90; the learning kernels refuse it)
   --dropout P          dropout probability on the attention weights, in [0, 1)
   --seed N             seed of the random inputs and of the dropout mask (default 42)
 what to run:

@@ -295,7 +295,10 @@ Status cpu_flash_backward(const BwdParams& p) {
   const int64_t k_blocks = flash::ceil_div(p.seqlen_k, kBlockK);
   const int64_t q_items = p.batch * p.heads_q * q_blocks;
   const int64_t k_items = p.batch * p.heads_kv * k_blocks;
-  if (q_items + k_items == 0) return Status::Ok();
+  if (q_items + k_items == 0) {  // no rows at all (a varlen batch of empty sequences)
+    if (p.dsink) std::fill(p.dsink, p.dsink + p.heads_q, 0.0f);  // a sum over no rows
+    return Status::Ok();
+  }
   const int threads = flash::thread_count(p, std::max(q_items, k_items));
   const int64_t dp = flash::padded_head_dim(p.head_dim);
   const int64_t per_thread = flash::round_up(Tiles::floats(dp), 16);

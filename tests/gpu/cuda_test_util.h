@@ -193,7 +193,9 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   if (chance(0.15)) s.dropout_p = static_cast<float>(pick({10, 30, 75})) / 100.0f;
   s.dropout_seed = rng();
   s.dropout_offset = chance(0.5) ? 0 : rng() >> 20;
-  if (chance(0.2)) {  // varlen, empty and length-1 sequences included
+  // Varlen, empty and length-1 sequences included; FLASHLAB_SWEEP_VARLEN=1 (sweeps and sanitizer
+  // runs aimed at the varlen kernels): every draw (the draws after this point change too).
+  if (chance(0.2) || env_int("FLASHLAB_SWEEP_VARLEN", 0) != 0) {
     const int n = static_cast<int>(pick({1, 2, 3, 4}));
     for (int i = 0; i < n; ++i) {
       s.lens_q.push_back(static_cast<int32_t>(pick({0, 1, 17, 64, 113, 203, 300})));

@@ -17,8 +17,9 @@
 //                    second on another stream, gives identical bytes of dq, dk, dv. cuda_sm90
 //                    (no dropout) runs it on more shapes (determinism_specs): causal GQA, full
 //                    MHA with 8 key blocks per head (every dq_accum tile ordered over 8 CTAs),
-//                    a window, softcap, head dim 64 (one dQ slab for both warpgroups), a packed
-//                    (varlen) batch.
+//                    a window, softcap, head dim 64 (one dQ slab for both warpgroups), head dim
+//                    256 (two halves per slab: write_dq_wide), head dim 32, a packed (varlen)
+//                    batch at head dims 128 and 256.
 //   Workspace        too small or null: an error naming the required size, and nothing written;
 //                    for cuda_sm80 also the size itself (its workspace layout).
 //   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
@@ -630,21 +631,35 @@ std::vector<ProblemSpec> determinism_specs(Impl impl) {
   packed.seqlen_q = 517;
   packed.seqlen_k = 600;
   specs.push_back(packed);
+  ProblemSpec d256 = full;  // head dim 256: each warpgroup's slab added in two halves, in turn
+  d256.head_dim = 256;
+  d256.heads_kv = 1;  // MQA: kPartial dK, dV over the halves of the head dim
+  specs.push_back(d256);
+  ProblemSpec d256_window = window;  // the kGeneral kernel at head dim 256
+  d256_window.head_dim = 256;
+  specs.push_back(d256_window);
+  ProblemSpec packed256 = packed;
+  packed256.head_dim = 256;
+  specs.push_back(packed256);
+  ProblemSpec d32 = full;
+  d32.head_dim = 32;
+  d32.causal = true;
+  specs.push_back(d32);
   return specs;
 }
 
 // Varlen: a boundary block's TMA load reaches into the next sequence's rows (cuda_sm90; cuda_sm80
 // zero-fills them). NaN and Inf in the middle sequence's q, k, v and dout must not leak into the
 // other two sequences' dq, dk, dv through 0 · NaN in a product: those must match the gradients of
-// clean inputs. Head dims 64, 96, 128 (cuda_sm90's varlen backward) and 256 (left to cuda_sm80),
-// causal and not, GQA 2:1, the deterministic mode at hdim 128.
+// clean inputs. Head dims 32, 64, 96, 128 and 256 (kWide: its own dQ path), causal and not, GQA
+// 2:1, the deterministic mode at head dims 128 and 256.
 TEST_P(CudaBackwardImpl, VarlenNeighbourNonFinite) {
   SKIP_WITHOUT_GPU();
   int ran = 0;
-  for (int64_t head_dim : {64, 96, 128, 256})
+  for (int64_t head_dim : {32, 64, 96, 128, 256})
     for (bool causal : {false, true})
       for (bool deterministic : {false, true}) {
-        if (deterministic && head_dim != 128) continue;
+        if (deterministic && head_dim != 128 && head_dim != 256) continue;
         const ProblemSpec s =
             varlen_neighbour_spec(head_dim, causal, 41 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0));
         SCOPED_TRACE(s.describe() + (deterministic ? " deterministic" : ""));

@@ -279,9 +279,9 @@ TEST(CudaForward, Sm90Errors) {
                                    "yet: impl cuda_sm80 serves it");
   d.head_dim = 136;  // bucket 192 too; 200 and 256 are bucket 256, which the backward serves
   expect_sm90_unsupported(d, true, "the backward at head_dim 136 (bucket 192)");
-  d.head_dim = 32;
-  expect_sm90_unsupported(d, true, "the backward at head_dim 32 (<= 32: not measured on this path) is not supported by "
-                                   "impl cuda_sm90 yet");
+  d.head_dim = 32;  // bucket 32: served (what follows the head-dim rule may refuse: no GPU, not built)
+  EXPECT_EQ(flashlab::detail::sm90_supports(d, /*backward=*/true).message().find("the backward at head_dim"),
+            std::string::npos);
   d = c;
   d.dropout_p = 0.1f;
   for (bool backward : {false, true})
@@ -292,14 +292,14 @@ TEST(CudaForward, Sm90Errors) {
   d.cu_seqlens_q = d.cu_seqlens_k = cu;
   expect_sm90_unsupported(d, false, "cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows) is "
                                     "not supported by impl cuda_sm90");
-  d.total_q = d.total_k = 128;  // taken then (up to head dim 192 forward, 128 backward)
+  d.total_q = d.total_k = 128;  // taken then (up to head dim 192 forward, every head dim backward)
   d.total_k = int64_t(INT32_MAX) + 1;
   expect_sm90_unsupported(d, false, "a packed tensor of more than 2^31 - 1 rows");
   d.total_k = 128;
   d.head_dim = 256;
-  expect_sm90_unsupported(d, false, "cu_seqlens (varlen) at head_dim 256 (> 192) is not supported by impl cuda_sm90");
-  expect_sm90_unsupported(d, true, "the backward with cu_seqlens (varlen) at head_dim 256 (> 128) is not supported "
-                                   "by impl cuda_sm90");
+  expect_sm90_unsupported(d, false,
+                          "the forward with cu_seqlens (varlen) at head_dim 256 (> 192) is not supported by impl cuda_sm90");
+  EXPECT_EQ(flashlab::detail::sm90_supports(d, /*backward=*/true).message().find("cu_seqlens"), std::string::npos);
   d = c;
   d.dtype = DType::kFloat32;
   expect_sm90_unsupported(d, false, "dtype fp32 is not supported by impl cuda_sm90: supported bf16, fp16");
@@ -336,17 +336,12 @@ TEST(CudaForward, Sm90Errors) {
   b.deterministic = true;
   bst = flashlab::detail::sm90_backward_accepts(b);
   EXPECT_TRUE(bst.ok()) << bst.to_string();
-  // Head dim 256 has no deterministic kernel on this path (sm90/bwd_kernel_traits.h): refused, so
-  // that auto runs cuda_sm80's; the default mode is served.
+  // Head dim 256: the deterministic mode and the default one are both served.
   b.head_dim = 256;
   b.q = b.k = b.v = b.out = b.dout = flashlab::contiguous(static_cast<const void*>(buf), c.seqlen_q, c.heads_q, 256);
   b.dq = b.dk = b.dv = flashlab::contiguous(static_cast<void*>(buf), c.seqlen_q, c.heads_q, 256);
   bst = flashlab::detail::sm90_backward_accepts(b);
-  EXPECT_EQ(bst.code(), StatusCode::kUnsupported) << bst.to_string();
-  EXPECT_NE(bst.message().find("the deterministic backward at head_dim 256 (> 128) is not supported by impl "
-                               "cuda_sm90"),
-            std::string::npos)
-      << bst.message();
+  EXPECT_TRUE(bst.ok()) << bst.to_string();
   b.deterministic = false;
   EXPECT_TRUE(flashlab::detail::sm90_backward_accepts(b).ok());
   d = b;  // the head-dim rule lets 256 through (what follows it may refuse: no GPU, bucket not built)

@@ -2,12 +2,12 @@
 // supports, and its forward and backward entry points for the backend table (src/api/dispatch.cpp).
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
-//   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) in the backward, and in
-//   the forward without total_q / total_k (the packed rows its TMA descriptors span) or above
-//   head dim 192 (tile_size.h kMaxVarlenHeadDim); in the
-//   backward also head dims outside 33..128 and 193..256, and the deterministic backward above 128
-//   or with sink tokens (beside a left window; without one they change nothing); the forward
-//   refuses sink tokens above head dim 128.
+//   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) without total_q / total_k
+//   (the packed rows the TMA descriptors span), and in the forward above head dim 192
+//   (tile_size.h kMaxVarlenHeadDim); in the
+//   backward also head dims 129..192, and the deterministic backward with sink tokens (beside a
+//   left window; without one they change nothing); the forward refuses sink tokens above head
+//   dim 128.
 //   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
@@ -43,10 +43,8 @@ namespace {
 constexpr const char* kName = "cuda_sm90";
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
-// The backward's buckets (tools/generate_kernels.py): 64, 96, 128 and 256 (bwd_kernel_traits.h);
-// bucket 32 is not measured on sm90 and bucket 192 has no tile (cuda_sm80 runs both). D 256 has no
-// deterministic kernel.
-constexpr int kMinBackwardHeadDim = 33;
+// The backward's buckets (tools/generate_kernels.py): 32, 64, 96, 128 and 256 (bwd_kernel_traits.h);
+// bucket 192 has no tile (cuda_sm80 runs it).
 constexpr int kMaxBackwardHeadDim = 128;  // and then bucket 256
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
@@ -109,15 +107,12 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(common::check_device_and_dtype(c, kName));
   if (c.dropout_p > 0.0f) return unsupported("dropout");
   if (c.cu_seqlens_q != nullptr || c.cu_seqlens_k != nullptr) {
-    if (backward && c.head_dim > kMaxBackwardHeadDim)
-      return unsupported("the backward with cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
-                         std::to_string(kMaxBackwardHeadDim) + ")");
     // The TMA descriptors span the packed tensors' rows (mainloop_fwd.h): they must be known.
     if (c.total_q < 0 || c.total_k < 0)
       return unsupported("cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows)");
     if (c.total_q > INT32_MAX || c.total_k > INT32_MAX) return unsupported("a packed tensor of more than 2^31 - 1 rows");
-    if (c.head_dim > sm90::kMaxVarlenHeadDim)
-      return unsupported("cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
+    if (!backward && c.head_dim > sm90::kMaxVarlenHeadDim)
+      return unsupported("the forward with cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
                          std::to_string(sm90::kMaxVarlenHeadDim) + ")");
   }
   // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels); the
@@ -128,8 +123,6 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
                        std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
   if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
     return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (bucket 192)");
-  if (backward && c.head_dim < kMinBackwardHeadDim)
-    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (<= 32: not measured on this path)");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
     return backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
   }));
@@ -162,9 +155,6 @@ Status sm90_forward(const FwdParams& p) {
 }
 
 Status sm90_backward_accepts(const BwdParams& p) {
-  if (p.deterministic && p.head_dim > kMaxBackwardHeadDim)
-    return unsupported("the deterministic backward at head_dim " + std::to_string(p.head_dim) + " (> " +
-                       std::to_string(kMaxBackwardHeadDim) + ")");
   // The ordered dQ adds (flash_bwd_kernel.h, kDeterministic) rank a query block's key blocks as
   // one interval; sink tokens add a second one.
   if (p.deterministic && sink_tokens_change_mask(p))

@@ -43,8 +43,8 @@
 // shared buffer of its own (64 KiB do not fit beside two Q / dO stages: 225 KiB without it): once
 // warpgroup w's dK and dV retired, its halves of the stage's Q and dO (columns [128w, +128)) are
 // free, and its dQ slab goes there for the writer warp's bulk reduce-add; the stage is refilled
-// after the writer read it (flash_bwd_kernel.h, write_dq_wide). No deterministic kernel at D 256
-// (api_sm90.cpp refuses it; auto runs cuda_sm80's).
+// after the writer read it (flash_bwd_kernel.h, write_dq_wide; the deterministic mode adds each
+// half in the CTA's turn there, as the other head dims' writer does).
 #pragma once
 
 #include <type_traits>

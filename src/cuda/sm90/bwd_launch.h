@@ -11,8 +11,7 @@
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
 // No host synchronization and no allocation: all scratch is the caller's workspace, laid out by
 // common/bwd_workspace.h exactly as for cuda_sm80 (so the size does not depend on the GPU).
-// Dropout, varlen, head dims 129..192 and the deterministic mode above 128 never reach it
-// (api_sm90.cpp). The deterministic mode
+// Dropout and head dims 129..192 never reach it (api_sm90.cpp). The deterministic mode
 // runs the same steps with its own main kernel (flash_bwd_kernel.h, kDeterministic); the
 // prologue also zeroes the dq_accum tiles' semaphores then.
 #pragma once
@@ -65,20 +64,16 @@ Status run_bwd_with(const common::BwdArguments& args_in, cudaStream_t stream) {
   args.rows.row_stats_block = Traits::kBlockM;
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
+  // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not.
+  const bool varlen = args.seq.cu_seqlens_q != nullptr;
+  constexpr const char* kWhat = "backward kernel";
   Status main_kernel;
-  if constexpr (Traits::kWide) {  // D 256: no deterministic or varlen kernel (refused in run_bwd)
-    main_kernel = launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, "backward kernel");
-  } else {
-    // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not.
-    const bool varlen = args.seq.cu_seqlens_q != nullptr;
-    constexpr const char* kWhat = "backward kernel";
-    if (args.deterministic)
-      main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, true, true>>(args, stream, kWhat)
-                           : launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, kWhat);
-    else
-      main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, true>>(args, stream, kWhat)
-                           : launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, kWhat);
-  }
+  if (args.deterministic)
+    main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, true, true>>(args, stream, kWhat)
+                         : launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, kWhat);
+  else
+    main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, true>>(args, stream, kWhat)
+                         : launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, kWhat);
   FLASHLAB_RETURN_IF_ERROR(main_kernel);
   FLASHLAB_RETURN_IF_ERROR(
       launch_bwd_kernel<BwdConvertDq<Traits>>(args, stream, "backward dQ conversion kernel"));
@@ -90,12 +85,6 @@ Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
   using Element = typename common::ElementOf<kDType>::type;
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (args.seq.batch == 0 || args.seq.heads_q == 0) return Status::Ok();  // no rows, no descriptors
-  if (BwdTraits<kHeadDim, Element>::kWide && args.seq.cu_seqlens_q != nullptr)  // api_sm90.cpp refused it first
-    return Status::Unsupported(std::string("impl ") + kImplName + ": the varlen backward at head_dim > 128");
-  // D 256 has no deterministic kernel (bwd_kernel_traits.h); api_sm90.cpp refuses it first, so that
-  // auto runs cuda_sm80's. Nothing is written before this.
-  if (BwdTraits<kHeadDim, Element>::kWide && args.deterministic)
-    return Status::Unsupported(std::string("impl ") + kImplName + ": the deterministic backward at head_dim > 128");
   // Softcap, ALiBi and StreamingLLM sink tokens (beside a left window) have kernels of their own
   // (flash_bwd_kernel.h, kGeneral), on 64-row query blocks at every head dim (bwd_kernel_traits.h,
   // bwd_block_m), and so has the deterministic mode (kDeterministic: ordered dQ reductions,

@@ -4,8 +4,8 @@
 // Pieces: TileScheduler common::BwdTileScheduler (one CTA = one key block of 128 keys of one query
 // head), Mainloop MainloopBwd (TMA + wgmma, mainloop_bwd.h), Variant common::ScoreVariant (P and dS
 // on the transposed tile: p_and_ds_transposed, sm80's math), the stores of epilogue_bwd.h. No
-// dropout on this path (api_sm90.cpp routes it to cuda_sm80); varlen up to head dim 128 in kernels
-// of its own (kVarlen).
+// dropout on this path (api_sm90.cpp routes it to cuda_sm80); varlen in kernels of their own
+// (kVarlen).
 //
 // Warp roles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K, V once, then Q(m), dO(m) and the block's
@@ -90,11 +90,9 @@ struct FlashBwdKernel {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kHeadDim = Traits::kHeadDim;
   static constexpr int kThreads = Traits::kThreads;
-  // kVarlen: compiled for cu_seqlens (packed tensors), up to head dim 128 (the 128-key tiles;
-  // D 256's kWide layout has no zeroing: api_sm90.cpp refuses it). A kernel of its own: the
-  // checks it adds in the consumers' loop cost the fixed-length causal backward 4-6 % when tested
-  // at run time (H200).
-  static_assert(!(kVarlen && Traits::kWide), "no varlen kernel at head dim 256");
+  // kVarlen: compiled for cu_seqlens (packed tensors), at every head dim. A kernel of its own:
+  // the checks it adds in the consumers' loop cost the fixed-length causal backward 4-6 % when
+  // tested at run time (H200).
 
   struct Params {
     typename TileScheduler::Params scheduler;
@@ -178,13 +176,16 @@ struct FlashBwdKernel {
   // stage's TMA like a consumer, stores zeros (zero_rows_from, varlen.h), fences them for wgmma's
   // async proxy, and arrives on kQdoZeroed, on which the consumers wait before that block's
   // products (kZeroSyncThreads: theirs and this warp's).
-  // The eight named barriers are all taken (pipeline.h BwdBarrier); these two borrow ids that the
-  // kernel's dQ path leaves unused or uses with the same threads in sequence: split dQ uses
-  // kDsAll (every consumer thread, once per block) and not kDqPartial; the other path the reverse.
-  // The arrival of the zeroing warp can come at any time in the consumers' loop, so its barrier
-  // must be one the loop never uses; the K / V one comes before the loop, so it may share.
+  // The eight named barriers are all taken (pipeline.h BwdBarrier); these three borrow ids that
+  // the kernel's dQ path leaves unused or uses with the same threads in sequence: split dQ uses
+  // kDsAll (every consumer thread, once per block) and not kDqPartial; the other path the reverse;
+  // D 256 (kWide) uses kDsAll, kDqFull* and kDqEmpty* only. The arrival of the zeroing warp can
+  // come at any time in the consumers' loop, so its barrier must be one the loop never uses; the
+  // K / V one comes before the loop, so it may share.
   static constexpr int kZeroSyncThreads = Traits::kMmaThreads + cutlass::NumThreadsPerWarp;
-  static constexpr BwdBarrier kQdoZeroed = Traits::kDqSplit ? BwdBarrier::kDqPartial : BwdBarrier::kDsAll;
+  static constexpr BwdBarrier kQdoZeroed = Traits::kWide      ? BwdBarrier::kDsWG2
+                                           : Traits::kDqSplit ? BwdBarrier::kDqPartial
+                                                              : BwdBarrier::kDsAll;
   // The consumers reached that block: an id the loop never uses either (split dQ leaves the
   // per-warpgroup dS barriers unused; the other path leaves slab 1's).
   static constexpr BwdBarrier kQdoReady = Traits::kDqSplit ? BwdBarrier::kDsWG1 : BwdBarrier::kDqFullWG2;
@@ -208,6 +209,18 @@ struct FlashBwdKernel {
           make_tensor(make_smem_ptr(smem.dO.data()), typename Traits::SmemLayoutQ{})(_, _, stage), valid, lane);
       cutlass::arch::fence_view_async_shared();
       named_barrier_arrive(kZeroSyncThreads, kQdoZeroed);
+    }
+  }
+
+  // Varlen, the consumers after consumer_wait of query block m_block: if it is the last block and
+  // reaches past its sequence, the zeroing warp (zero_boundary_qdo) clears Q's and dO's rows of the
+  // next sequence in its stage before any product reads them.
+  __device__ static void wait_boundary_qdo(const common::WorkTile& tile, int m_block, int m_max) {
+    if constexpr (kVarlen) {
+      if (m_block == m_max - 1 && (m_block + 1) * kBlockM > tile.q_len) {
+        named_barrier_arrive(kZeroSyncThreads, kQdoReady);  // the stage landed (consumer_wait)
+        named_barrier_sync(kZeroSyncThreads, kQdoZeroed);
+      }
     }
   }
 
@@ -244,7 +257,7 @@ struct FlashBwdKernel {
                                                                          params.scheduler.heads_q, kBlockM, kHeadDim),
                      int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim};
     if constexpr (Traits::kWide)
-      write_dq_wide(smem, range.m_min, range.m_max, dq, leader);
+      write_dq_wide(params, smem, tile, n_block, range.m_min, range.m_max, dq, leader);
     else
       write_dq_slabs(params, smem, tile, n_block, range.m_min, range.m_max, dq, leader);
   }
@@ -266,7 +279,8 @@ struct FlashBwdKernel {
                   "stage s, columns [128 h, +128): elements [(2 s + h) · 64 · 128, +64 · 128)");
     return reinterpret_cast<float*>(stage_buffers + (2 * stage + half) * (kBlockM * 128));
   }
-  __device__ void write_dq_wide(SharedStorage& smem, int m_min, int m_max, DqTiles dq, bool leader) const {
+  __device__ void write_dq_wide(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
+                                int m_min, int m_max, DqTiles dq, bool leader) const {
     constexpr int kHalfFloats = Mainloop::kDqBufferFloats / 2;
     constexpr uint32_t kHalfBytes = kHalfFloats * sizeof(float);
     float* tile_dq = dq.first;
@@ -280,8 +294,14 @@ struct FlashBwdKernel {
           named_barrier_arrive(kDqSyncThreads, offset(BwdBarrier::kDqEmptyWG1, h));
         if (leader) {
           float* const dst = tile_dq + h * Mainloop::kDqBufferFloats;
-          bulk_reduce_add_f32(dst, wide_dq_half(smem.q.data(), stage, h), kHalfBytes);
-          bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
+          auto issue = [&] {
+            bulk_reduce_add_f32(dst, wide_dq_half(smem.q.data(), stage, h), kHalfBytes);
+            bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
+          };
+          if constexpr (kDeterministic)
+            add_in_turn(params, tile, n_block, m_block, issue);
+          else
+            issue();
         }
         __syncwarp();  // converged again before the next bar.sync (an .aligned barrier)
       }
@@ -297,9 +317,28 @@ struct FlashBwdKernel {
     }
     if (leader) bulk_wait_complete();
   }
+  // kDeterministic: the bulk reduce-adds that issue() makes (one slab of the CTA's dQ) in the CTA's
+  // turn on the dq_accum tile of query block m_block (DqSemaphore, epilogue_bwd.h), completed before
+  // the semaphore advances.
+  template <typename Issue>
+  __device__ void add_in_turn(const Params& params, common::WorkTile& tile, int n_block, int m_block,
+                              Issue issue) const {
+    tile.m_block = m_block;
+    const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
+    int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(tile.batch, m_block, tile.head,
+                                                                     params.scheduler.seqlen_q,
+                                                                     params.scheduler.heads_q, kBlockM);
+    while (DqSemaphore::load_acquire(sem) < DqSemaphore::turn<kDqSlabs>(rank)) {
+    }
+    fence_proxy_async_global();  // the earlier turns' adds before this one
+    issue();
+    tma_store_arrive();
+    bulk_wait_complete();
+    fence_proxy_async_global();
+    DqSemaphore::advance_release(sem);
+  }
   __device__ void write_dq_slabs(const Params& params, SharedStorage& smem, common::WorkTile& tile, int n_block,
                                  int m_min, int m_max, DqTiles dq, bool leader) const {
-    const int batch = tile.batch, head = tile.head;
     constexpr int kSlabFloats = Mainloop::kDqBufferFloats;
     constexpr uint32_t kSlabBytes = kSlabFloats * sizeof(float);
     float* tile_dq = dq.first;
@@ -311,19 +350,8 @@ struct FlashBwdKernel {
         if (leader) {
           float* const dst = tile_dq + h * kSlabFloats;
           if constexpr (kDeterministic) {
-            tile.m_block = m_block;
-            const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
-            int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(batch, m_block, head,
-                                                                             params.scheduler.seqlen_q,
-                                                                             params.scheduler.heads_q, kBlockM);
-            while (DqSemaphore::load_acquire(sem) < DqSemaphore::turn<kDqSlabs>(rank)) {
-            }
-            fence_proxy_async_global();  // the earlier turns' adds before this one
-            bulk_reduce_add_f32(dst, smem.dq.data() + h * kSlabFloats, kSlabBytes);
-            tma_store_arrive();
-            bulk_wait_complete();
-            fence_proxy_async_global();
-            DqSemaphore::advance_release(sem);
+            add_in_turn(params, tile, n_block, m_block,
+                        [&] { bulk_reduce_add_f32(dst, smem.dq.data() + h * kSlabFloats, kSlabBytes); });
           } else {
             bulk_reduce_add_f32(dst, smem.dq.data() + h * kSlabFloats, kSlabBytes);
             tma_store_arrive();
@@ -400,6 +428,7 @@ struct FlashBwdKernel {
       Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<Int<kKeys>, Int<kQueries>>{});
       pipeline.consumer_wait(state);
       const int stage = state.index();
+      wait_boundary_qdo(tile, m_block, range.m_max);
       mainloop.issue_s(stage, acc_s);
       mainloop.issue_dp(stage, acc_dp);
 
@@ -515,14 +544,7 @@ struct FlashBwdKernel {
           Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<_64, Int<kBlockM>>{});
           pipeline.consumer_wait(state);
           const int stage = state.index();
-          // Varlen, the last query block reaching past its sequence: the zeroing warp
-          // (zero_boundary_qdo) cleared Q's and dO's rows of the next sequence in this stage.
-          if constexpr (kVarlen) {
-            if (m_block == range.m_max - 1 && (m_block + 1) * kBlockM > tile.q_len) {
-              named_barrier_arrive(kZeroSyncThreads, kQdoReady);  // the stage landed (consumer_wait)
-              named_barrier_sync(kZeroSyncThreads, kQdoZeroed);
-            }
-          }
+          wait_boundary_qdo(tile, m_block, range.m_max);
           mainloop.issue_s(stage, acc_s);
           mainloop.issue_dp(stage, acc_dp);  // both in flight together
           // Split dQ: the previous block's slab, stored at the end of that block, goes to the
