@@ -28,16 +28,13 @@ ARCHS = {
         "head_dims": [32, 64, 96, 128, 192, 256],
         "dtypes": ["bf16", "fp16"],
     },
-    # The Hopper kernels (src/cuda/sm90/): compiled for sm_90a only. The backward serves the buckets
-    # 32, 64, 96, 128 and 256 (bucket_passes): cuda_sm80 runs 192 (D/2 = 96 is not whole swizzle
-    # atoms, so neither the D 128 tile (dK + dV too large for the registers) nor the D 256 one
-    # (bwd_kernel_traits.h, kWide) serves it).
+    # The Hopper kernels (src/cuda/sm90/): compiled for sm_90a only. Every bucket, both passes; the
+    # backward's bucket 192 runs the D 256 layout (bwd_kernel_traits.h, BwdTraitsFor).
     "sm90": {
         "impl": "cuda_sm90",
         "passes": {"fwd": ("fwd_launch.h", "run_fwd", "FwdArguments", "Forward"),
                    "bwd": ("bwd_launch.h", "run_bwd", "BwdArguments", "Backward")},
         "head_dims": [32, 64, 96, 128, 192, 256],
-        "bucket_passes": {192: ["fwd"]},
         "dtypes": ["bf16", "fp16"],
     },
 }

@@ -507,16 +507,18 @@ def test_cuda_unsupported_features_raise(change, message):
 def test_cuda_backward_error_surfaces_from_the_autograd_node(monkeypatch, node):
     """A backward the chosen implementation refuses raises flashlab.UnsupportedError in the caller of
     autograd (from _torch_ext's node through the engine's thread, or from the Python Function):
-    cuda_sm90 named explicitly runs the forward at head_dim 160 (bucket 192) but not its backward."""
+    cuda_sm90 named explicitly runs the forward with StreamingLLM sink tokens but not the
+    deterministic backward with them."""
     if node == "python":
         monkeypatch.setenv("FLASHLAB_TORCH_EXT", "0")
-    q, k, v, dout = inputs((1, 17, 17, 2, 2, 160), torch.bfloat16, "cuda", seed=14)
+    q, k, v, dout = inputs((1, 17, 17, 2, 2, 64), torch.bfloat16, "cuda", seed=14)
     try:
-        out = fl.attention(q, k, v, causal=True, impl="cuda_sm90")
+        out = fl.attention(q, k, v, causal=True, window=(4, 0), sink_tokens=2, deterministic=True,
+                           impl="cuda_sm90")
     except flashlab.UnsupportedError as e:
         pytest.skip(f"cuda_sm90 forward not available here: {e}")
     for _ in range(2):  # the error leaves the node usable: a second try raises the same
-        with pytest.raises(flashlab.UnsupportedError, match=r"backward at head_dim 160") as info:
+        with pytest.raises(flashlab.UnsupportedError, match=r"deterministic backward with sink_tokens") as info:
             torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
         assert info.value.code == "unsupported"
 

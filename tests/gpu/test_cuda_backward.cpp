@@ -18,8 +18,8 @@
 //                    (no dropout) runs it on more shapes (determinism_specs): causal GQA, full
 //                    MHA with 8 key blocks per head (every dq_accum tile ordered over 8 CTAs),
 //                    a window, softcap, head dim 64 (one dQ slab for both warpgroups), head dim
-//                    256 (two halves per slab: write_dq_wide), head dim 32, a packed (varlen)
-//                    batch at head dims 128 and 256.
+//                    256 (two halves per slab: write_dq_wide), head dim 160 (bucket 192 on the
+//                    D 256 layout), head dim 32, a packed (varlen) batch at head dims 128 and 256.
 //   Workspace        too small or null: an error naming the required size, and nothing written;
 //                    for cuda_sm80 also the size itself (its workspace layout).
 //   Sm80Errors       cuda_sm80's unsupported combinations name the rule (no GPU needed).
@@ -645,21 +645,24 @@ std::vector<ProblemSpec> determinism_specs(Impl impl) {
   d32.head_dim = 32;
   d32.causal = true;
   specs.push_back(d32);
+  ProblemSpec d160 = d256;  // bucket 192 on the D 256 layout: a 192-column dq_accum tile
+  d160.head_dim = 160;
+  specs.push_back(d160);
   return specs;
 }
 
 // Varlen: a boundary block's TMA load reaches into the next sequence's rows (cuda_sm90; cuda_sm80
 // zero-fills them). NaN and Inf in the middle sequence's q, k, v and dout must not leak into the
 // other two sequences' dq, dk, dv through 0 · NaN in a product: those must match the gradients of
-// clean inputs. Head dims 32, 64, 96, 128 and 256 (kWide: its own dQ path), causal and not, GQA
-// 2:1, the deterministic mode at head dims 128 and 256.
+// clean inputs. Head dims 32, 64, 96, 128, 160 and 256 (160: bucket 192 on the D 256 layout, whose
+// dQ path is its own), causal and not, GQA 2:1, the deterministic mode at head dims 128, 160 and 256.
 TEST_P(CudaBackwardImpl, VarlenNeighbourNonFinite) {
   SKIP_WITHOUT_GPU();
   int ran = 0;
-  for (int64_t head_dim : {32, 64, 96, 128, 256})
+  for (int64_t head_dim : {32, 64, 96, 128, 160, 256})
     for (bool causal : {false, true})
       for (bool deterministic : {false, true}) {
-        if (deterministic && head_dim != 128 && head_dim != 256) continue;
+        if (deterministic && head_dim != 128 && head_dim != 160 && head_dim != 256) continue;
         const ProblemSpec s =
             varlen_neighbour_spec(head_dim, causal, 41 + static_cast<uint64_t>(head_dim) + (causal ? 1 : 0));
         SCOPED_TRACE(s.describe() + (deterministic ? " deterministic" : ""));

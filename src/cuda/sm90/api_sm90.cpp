@@ -4,10 +4,9 @@
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) without total_q / total_k
 //   (the packed rows the TMA descriptors span), and in the forward above head dim 192
-//   (tile_size.h kMaxVarlenHeadDim); in the
-//   backward also head dims 129..192, and the deterministic backward with sink tokens (beside a
-//   left window; without one they change nothing); the forward refuses sink tokens above head
-//   dim 128.
+//   (tile_size.h kMaxVarlenHeadDim); in the backward the deterministic mode with sink tokens
+//   (beside a left window; without one they change nothing); the forward refuses sink tokens
+//   above head dim 128.
 //   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
@@ -43,9 +42,8 @@ namespace {
 constexpr const char* kName = "cuda_sm90";
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
-// The backward's buckets (tools/generate_kernels.py): 32, 64, 96, 128 and 256 (bwd_kernel_traits.h);
-// bucket 192 has no tile (cuda_sm80 runs it).
-constexpr int kMaxBackwardHeadDim = 128;  // and then bucket 256
+// The backward serves every bucket (tools/generate_kernels.py); bucket 192 on the D 256 layout
+// (bwd_kernel_traits.h, BwdTraitsFor).
 
 using FwdFn = Status (*)(const common::FwdArguments&, void*);
 using BwdFn = Status (*)(const common::BwdArguments&, void*);
@@ -121,8 +119,6 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
   if (c.sink_tokens > 0 && !backward && c.head_dim > sm90::kMaxSinkTokensHeadDim)
     return unsupported("sink_tokens (StreamingLLM sink tokens) at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
-  if (backward && c.head_dim > kMaxBackwardHeadDim && c.head_dim <= 192)
-    return unsupported("the backward at head_dim " + std::to_string(c.head_dim) + " (bucket 192)");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {
     return backward ? find_backward(c.dtype, bucket) != nullptr : find_forward(c.dtype, bucket) != nullptr;
   }));

@@ -67,11 +67,16 @@ using namespace cute;
 // (48 to 64 bytes at D 64, ptxas).
 constexpr int bwd_block_m(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 
-template <int kHeadDim_, typename Element_, int kBlockM_ = bwd_block_m(kHeadDim_)>
+// kBucket_: the head-dim bucket served (common::head_dim_bucket), which sizes dq_accum's tiles
+// (kBlockM × kBucket floats, common/bwd_workspace.h). It is kHeadDim except for bucket 192, which
+// runs the D 256 layout (BwdTraitsFor below).
+template <int kHeadDim_, typename Element_, int kBlockM_ = bwd_block_m(kHeadDim_), int kBucket_ = kHeadDim_>
 struct BwdTraits {
   using Element = Element_;
   using ElementAccum = float;
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBucket = kBucket_;
+  static_assert(kBucket == kHeadDim || (kBucket == 192 && kHeadDim == 256), "bucket 192 runs the D 256 layout");
   static constexpr bool kWide = kHeadDim > 128;  // D 256: the layout of the file comment's second table
   static constexpr int kBlockM = kBlockM_;  // query rows per step of the loop
   static_assert(kBlockM == 64 || (kBlockM == 128 && kHeadDim <= 64), "registers: 128 rows only at D <= 64");
@@ -180,6 +185,15 @@ struct BwdTraits {
   static constexpr uint32_t kTmaBytesQ = static_cast<uint32_t>(kBlockM * kHeadDim * sizeof(Element));
   static constexpr uint32_t kTmaBytesKV = static_cast<uint32_t>(kBlockN * kHeadDim * sizeof(Element));
 };
+
+// The traits of head-dim bucket kBucket. Bucket 192 (head dims 129..192) runs the D 256 layout: its
+// 96-column halves of the head dim would not be whole 128-byte swizzle atoms (the split dK, dV, dQ
+// of kWide need that), and dK + dV of 64 keys × 192 do not fit a warpgroup's registers. TMA fills
+// the columns past the call's head_dim with zeros, so they add nothing; dq_accum's tile keeps 192
+// columns (the writer skips the last 64, which are zero: flash_bwd_kernel.h write_dq_wide). The
+// price is the padded products: 256 / 192 of bucket 192's work at head dim 192.
+template <int kBucket, typename Element, int kBlockM = bwd_block_m(kBucket)>
+using BwdTraitsFor = BwdTraits<kBucket == 192 ? 256 : kBucket, Element, kBlockM, kBucket>;
 
 }  // namespace sm90
 }  // namespace flashlab

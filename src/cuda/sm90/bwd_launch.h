@@ -11,7 +11,8 @@
 //   4. common::bwd_epilogue_dkv   GQA: dK, dV slices -> the dtype outputs
 // No host synchronization and no allocation: all scratch is the caller's workspace, laid out by
 // common/bwd_workspace.h exactly as for cuda_sm80 (so the size does not depend on the GPU).
-// Dropout and head dims 129..192 never reach it (api_sm90.cpp). The deterministic mode
+// Dropout never reaches it (api_sm90.cpp); head dims 129..192 (bucket 192) run the D 256 kernels
+// (bwd_kernel_traits.h, BwdTraitsFor). The deterministic mode
 // runs the same steps with its own main kernel (flash_bwd_kernel.h, kDeterministic); the
 // prologue also zeroes the dq_accum tiles' semaphores then.
 #pragma once
@@ -63,7 +64,7 @@ Status run_bwd_with(const common::BwdArguments& args_in, cudaStream_t stream) {
                 "row_stats tiles are whole preprocess CTAs and fit the workspace's rows");
   args.rows.row_stats_block = Traits::kBlockM;
   FLASHLAB_RETURN_IF_ERROR(
-      common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kHeadDim, stream, kImplName));
+      common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kBucket, stream, kImplName));
   // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not.
   const bool varlen = args.seq.cu_seqlens_q != nullptr;
   constexpr const char* kWhat = "backward kernel";
@@ -90,8 +91,8 @@ Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
   // bwd_block_m), and so has the deterministic mode (kDeterministic: ordered dQ reductions,
   // kPartial dK / dV; no sink tokens: api_sm90.cpp).
   if (common::ScoreVariant<64, 128>::general(args.score))
-    return run_bwd_with<BwdTraits<kHeadDim, Element, 64>, true>(args, stream);
-  return run_bwd_with<BwdTraits<kHeadDim, Element>, false>(args, stream);
+    return run_bwd_with<BwdTraitsFor<kHeadDim, Element, 64>, true>(args, stream);
+  return run_bwd_with<BwdTraitsFor<kHeadDim, Element>, false>(args, stream);
 }
 
 }  // namespace sm90

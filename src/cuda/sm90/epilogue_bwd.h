@@ -52,7 +52,7 @@ CUTE_DEVICE float* dq_accum_tile(const common::BwdGradArgs& g, const common::Wor
                                  int seqlen_q, int heads_q) {
   static_assert(common::kDqAccumRowAlign % Traits::kBlockM == 0, "the workspace reserves whole tiles");
   return g.dq_accum + common::dq_accum_tile_offset(t.batch, m_block, t.head, seqlen_q, heads_q,
-                                                   Traits::kBlockM, Traits::kHeadDim);
+                                                   Traits::kBlockM, Traits::kBucket);
 }
 
 // acc_dq: ((2, 2, COLS/8), 1, 1) fp32 of TiledMmadQ -> `buf` (64 × kDqCols floats in shared memory)
@@ -258,8 +258,13 @@ struct BwdConvertDq {
       if (cols <= 0) break;
       Tensor acc = partition_fragment_C(mma, Shape<Int<Traits::kBlockM>, Int<kCols>>{});  // ((2, 2, COLS/8), 1, 1)
       const float* slab = tile + h * (Traits::kBlockM * kCols);
+      // Bucket 192 on the D 256 layout: the tile ends after the first half of slab 1 (columns
+      // [128, 192): fragment values [0, N/2), DqAccumOrder's first half); the rest is zero.
+      constexpr int kStored = Traits::kBucket == Traits::kHeadDim ? decltype(size(acc))::value : decltype(size(acc))::value / 2;
+      clear(acc);
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {
+        if (h == 1 && i >= kStored) break;
         const float4 v = *reinterpret_cast<const float4*>(slab + DqAccumOrder::index(i, wtid));
         acc(i) = v.x, acc(i + 1) = v.y, acc(i + 2) = v.z, acc(i + 3) = v.w;
       }

@@ -254,8 +254,8 @@ struct FlashBwdKernel {
     // a pointer and a stride keep the loop within the producer warpgroup's registers.
     const DqTiles dq{params.grad.dq_accum + common::dq_accum_tile_offset(tile.batch, range.m_min, tile.head,
                                                                          params.scheduler.seqlen_q,
-                                                                         params.scheduler.heads_q, kBlockM, kHeadDim),
-                     int64_t(params.scheduler.heads_q) * kBlockM * kHeadDim};
+                                                                         params.scheduler.heads_q, kBlockM, Traits::kBucket),
+                     int64_t(params.scheduler.heads_q) * kBlockM * Traits::kBucket};
     if constexpr (Traits::kWide)
       write_dq_wide(params, smem, tile, n_block, range.m_min, range.m_max, dq, leader);
     else
@@ -296,7 +296,10 @@ struct FlashBwdKernel {
           float* const dst = tile_dq + h * Mainloop::kDqBufferFloats;
           auto issue = [&] {
             bulk_reduce_add_f32(dst, wide_dq_half(smem.q.data(), stage, h), kHalfBytes);
-            bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
+            // Bucket 192 (BwdTraitsFor): slab 1's second half, columns [192, 256), is zero and
+            // has no place in the 192-column tile.
+            if (Traits::kBucket == 256 || h == 0)
+              bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
           };
           if constexpr (kDeterministic)
             add_in_turn(params, tile, n_block, m_block, issue);
