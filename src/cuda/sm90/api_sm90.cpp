@@ -3,8 +3,7 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) without total_q / total_k
-//   (the packed rows the TMA descriptors span), and in the forward above head dim 192
-//   (tile_size.h kMaxVarlenHeadDim); in the backward the deterministic mode with sink tokens
+//   (the packed rows the TMA descriptors span); in the backward the deterministic mode with sink tokens
 //   (beside a left window; without one they change nothing); the forward refuses sink tokens
 //   above head dim 128.
 //   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
@@ -24,7 +23,7 @@
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
 #include "flashlab/mask.h"  // sink_tokens_change_mask
-#include "cuda/sm90/tile_size.h"  // kMaxVarlenHeadDim
+#include "cuda/sm90/tile_size.h"  // kMaxSinkTokensHeadDim
 
 namespace flashlab {
 namespace sm90 {
@@ -109,9 +108,6 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
     if (c.total_q < 0 || c.total_k < 0)
       return unsupported("cu_seqlens (varlen) without total_q / total_k (the packed tensors' rows)");
     if (c.total_q > INT32_MAX || c.total_k > INT32_MAX) return unsupported("a packed tensor of more than 2^31 - 1 rows");
-    if (!backward && c.head_dim > sm90::kMaxVarlenHeadDim)
-      return unsupported("the forward with cu_seqlens (varlen) at head_dim " + std::to_string(c.head_dim) + " (> " +
-                         std::to_string(sm90::kMaxVarlenHeadDim) + ")");
   }
   // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels); the
   // backward at every head dim it serves (its general kernels), but not deterministic

@@ -42,7 +42,8 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/softmax.h"
 #include "cuda/common/tile_scheduler.h"
-#include "cuda/sm90/tile_size.h"  // kMaxVarlenHeadDim
+#include "cuda/sm90/tile_size.h"  // kMaxConsumerZeroingHeadDim
+#include "cuda/sm90/varlen.h"     // zero_rows_from
 #include "cuda/sm90/fragments.h"
 #include "cuda/sm90/pipeline.h"
 
@@ -75,9 +76,14 @@ struct FlashFwdKernel {
   static constexpr int kMmaThreads = Traits::kMmaThreads;
   static constexpr int kMmaWarpGroups = Traits::kMmaWarpGroups;
   // Varlen calls run on tiles of two consumer warpgroups only (fwd_launch.h picks them): with three,
-  // on 160 registers, the zeroing of V's neighbour rows (Mainloop::zero_v_rows) made ptxas spill;
-  // and up to head dim 192 (kMaxVarlenHeadDim: api_sm90.cpp refuses the rest).
-  static constexpr bool kVarlenCapable = kMmaWarpGroups == 2 && Traits::kHeadDim <= kMaxVarlenHeadDim;
+  // on 160 registers, the zeroing of V's neighbour rows (Mainloop::zero_v_rows) made ptxas spill.
+  // Who zeroes: the consumers up to head dim 192; above (256, where the consumers' zeroing spilled
+  // wherever it was placed) warps 1-3 of the producer warpgroup (zero_v_helper), while the
+  // consumers wait at the tile's start. No sink tokens there (api_sm90.cpp: the forward's sink
+  // tokens stop at head dim 128).
+  static constexpr bool kVarlenCapable = kMmaWarpGroups == 2;
+  static constexpr bool kZeroByHelper = kVarlenCapable && Traits::kHeadDim > kMaxConsumerZeroingHeadDim;
+  static constexpr bool kZeroByConsumers = kVarlenCapable && !kZeroByHelper;
   static constexpr bool kRegRealloc = Stages_::kRegRealloc;
   static constexpr bool kPingPong = Stages_::kPingPong;
   static constexpr bool kOverlap = Stages_::kOverlap;
@@ -137,6 +143,9 @@ struct FlashFwdKernel {
     if (warp_group == 0) {
       if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
       if (warp_idx == 0 && cute::elect_one_sync()) produce(params, smem, pipeline_k, pipeline_v);
+      if constexpr (kZeroByHelper) {
+        if (warp_idx != 0 && params.mainloop.varlen) zero_v_helper(params, smem, pipeline_v);
+      }
     } else {
       if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
       const int wg = (static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup) / cutlass::NumThreadsPerWarpGroup;
@@ -154,6 +163,12 @@ struct FlashFwdKernel {
         if (t < 0) break;
         const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
         if (tile.m_block * kBlockM >= tile.q_len) continue;  // varlen: past this sequence's end (CTA-uniform)
+        if constexpr (kZeroByHelper) {  // the helper zeroes the first V block's neighbour rows
+          if (params.mainloop.varlen && first_v_block_passes_end(params, tile)) {
+            named_barrier_arrive(kZeroSyncThreads, FwdBarrier::kVReady);
+            named_barrier_sync(kZeroSyncThreads, FwdBarrier::kVZeroed);
+          }
+        }
         if constexpr (kInlineConsumer)
           consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
         else
@@ -229,6 +244,46 @@ struct FlashFwdKernel {
     pipeline_v.producer_tail(state_v);
   }
 
+  // Varlen at head dims above kMaxConsumerZeroingHeadDim: warps 1-3 of the producer warpgroup follow
+  // the CTA's tiles as the producer does and, for each tile whose first V block (the last key
+  // block) reaches past its sequence, zero that block's rows of the next sequence (zero_rows_from,
+  // varlen.h) once its TMA landed, fence them for wgmma's async proxy and arrive on kVZeroed; the
+  // consumers wait there at the tile's start (operator()), before consume(), so its code is the
+  // kernel's without varlen. They first arrive on kVReady: the helper waits on the stage's full
+  // barrier only once the consumers reached the tile, so that barrier is never more than one
+  // phase ahead of it (a parity wait cannot tell two phases apart: flash_bwd_kernel.h's
+  // zero_boundary_qdo learned it). The helper's V pipeline state advances by each tile's V blocks.
+  static constexpr int kZeroHelperThreads = 3 * cutlass::NumThreadsPerWarp;
+  static constexpr int kZeroSyncThreads = kMmaThreads + kZeroHelperThreads;
+  __device__ static bool first_v_block_passes_end(const Params& params, const common::WorkTile& tile) {
+    const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+    return !range.empty() && range.n_max * kBlockN > tile.k_len;
+  }
+  __device__ void zero_v_helper(const Params& params, SharedStorage& smem, PipelineV& pipeline_v) const {
+    static_assert(!kSinks, "no sink-token kernel above kMaxConsumerZeroingHeadDim (kMaxSinkTokensHeadDim)");
+    const int tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarp;  // 0..95
+    PipelineState state_v;  // the consumers' view: stage 0, phase 0
+    CUTE_NO_UNROLL
+    for (int k = 0;; ++k) {
+      const int t = TileScheduler::tile_index(params.scheduler, k);
+      if (t < 0) break;
+      const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
+      if (tile.m_block * kBlockM >= tile.q_len) continue;
+      const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+      if (range.empty()) continue;
+      if (range.n_max * kBlockN > tile.k_len) {
+        named_barrier_sync(kZeroSyncThreads, FwdBarrier::kVReady);
+        pipeline_v.consumer_wait(state_v);
+        Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
+        zero_rows_from<kBlockN, kHeadDim, kZeroHelperThreads>(sV(_, _, state_v.index()),
+                                                              tile.k_len - (range.n_max - 1) * kBlockN, tid);
+        cutlass::arch::fence_view_async_shared();
+        named_barrier_arrive(kZeroSyncThreads, FwdBarrier::kVZeroed);
+      }
+      state_v.advance(range.n_max - range.n_min);
+    }
+  }
+
   // Every consumer thread's arrival on barrier_q_empty: its reads of Q's tile are over (its Q·Kᵀ
   // products retired; where O is staged in Q's tile, its epilogue read O back). The fence orders
   // those generic-proxy accesses before the next Q's TMA (async-proxy) writes.
@@ -263,7 +318,7 @@ struct FlashFwdKernel {
     // rows zeroed before any P·V reads it (Mainloop::zero_v_rows); here, first, where the least is
     // live (later, ptxas spilled around it). Uniform over the CTA; the loop's wait on this stage
     // returns at once.
-    if constexpr (kVarlenCapable) {
+    if constexpr (kZeroByConsumers) {
       if (params.mainloop.varlen && (kSinks ? !walk.empty() && (walk.first + 1) * kBlockN > tile.k_len
                                             : !range.empty() && range.n_max * kBlockN > tile.k_len)) {
         pipeline_v.consumer_wait(state_v);

@@ -162,20 +162,18 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   FwdTileSize want{};
   const bool forced = forced_fwd_tile(&want);
   // Varlen runs on two consumer warpgroups (FlashFwdKernel::kVarlenCapable): where the default
-  // tile has three (hdim 64's 192 x 128), the short tile (128 x 128), whatever is forced. Above
-  // kMaxVarlenHeadDim sm90_supports refused it (launch_fwd would too).
+  // tile has three (hdim 64's 192 x 128), the short tile (128 x 128), whatever is forced.
   constexpr bool kDefaultTakesVarlen = FwdKernel<Traits>::kVarlenCapable;
   const bool varlen_elsewhere = !kDefaultTakesVarlen && args.seq.cu_seqlens_q != nullptr;
   if (forced && same_shape(want, kTile) && !varlen_elsewhere) return launch_fwd<FwdKernel<Traits>>(args, s);
   if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
     using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
-    static_assert(kHeadDim > kMaxVarlenHeadDim || kDefaultTakesVarlen || FwdKernel<ShortTraits>::kVarlenCapable,
-                  "varlen needs a tile to run on");
+    static_assert(kDefaultTakesVarlen || FwdKernel<ShortTraits>::kVarlenCapable, "varlen needs a tile to run on");
     if (varlen_elsewhere || (forced ? same_shape(want, kShort) : use_short_tile<Traits, ShortTraits>(args)))
       return launch_fwd<FwdKernel<ShortTraits>>(args, s);
   } else {
-    static_assert(kHeadDim > kMaxVarlenHeadDim || kDefaultTakesVarlen, "varlen needs a tile to run on");
+    static_assert(kDefaultTakesVarlen, "varlen needs a tile to run on");
   }
   if constexpr (fwd_long_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kLong = fwd_long_tile_size(kHeadDim);

@@ -74,7 +74,8 @@ enum class FwdBarrier : uint32_t {
   kEpilogueWG1 = 3,       // warpgroup 1 wrote its O rows to shared memory; it may read them back
   kEpilogueWG2 = 4,
   kEpilogueWG3 = 5,
-  kVZeroed = 6,           // varlen: every consumer thread zeroed its share of V's neighbour rows
+  kVZeroed = 6,           // varlen: V's neighbour rows are zero (the consumers', or the helper's, stores)
+  kVReady = 7,            // varlen, head dim 256: the consumers reached the tile the helper zeroes for
 };
 
 // Named barriers of the backward (flash_bwd_kernel.h).

@@ -76,13 +76,14 @@ constexpr FwdTileSize fwd_long_tile_size(int head_dim) {
                                             : FwdTileSize{0, 0, 0};
 }
 constexpr int kLongTileMinSeqlenK = 4097;
-// Varlen (cu_seqlens) forwards run on cuda_sm90 up to this head dim. At 256 the zeroing of V's
-// neighbour rows (mainloop_fwd.h zero_v_rows) made ptxas spill 4 bytes wherever it was placed
-// (nvcc 13.0): impl=auto runs those calls on cuda_sm80.
+// Varlen (cu_seqlens) forwards: up to this head dim the consumers zero V's neighbour rows
+// (mainloop_fwd.h zero_v_rows); above it warps 1-3 of the producer warpgroup do
+// (flash_fwd_kernel.h, zero_v_helper): at 256 the consumers' zeroing made ptxas spill 4 bytes
+// wherever it was placed (nvcc 13.0).
 // StreamingLLM sink tokens (the forward's kSinks kernels): up to head dim 128; at 192 and 256
 // ptxas spilled them (8 and 76 bytes), and api_sm90.cpp leaves those to cuda_sm80.
 constexpr int kMaxSinkTokensHeadDim = 128;
-constexpr int kMaxVarlenHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
+constexpr int kMaxConsumerZeroingHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
 }  // namespace flashlab
