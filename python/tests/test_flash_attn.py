@@ -1,7 +1,9 @@
 """flashlab.flash_attn_interface: flash-attn 2.x names, defaults, layouts and return values.
 
 CPU tests run wherever torch is installed (every feature, varlen included); CUDA tests need a GPU
-and a CUDA build of libflashlab, where varlen is refused with a clear error today.
+and a CUDA build of libflashlab (varlen included there too; ``block_table`` in
+``flash_attn_varlen_func`` is refused with a clear error: paged caches go through
+``flash_attn_with_kvcache``).
 """
 
 import inspect
