@@ -77,6 +77,9 @@ struct BwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBucket = kBucket_;
   static_assert(kBucket == kHeadDim || (kBucket == 192 && kHeadDim == 256), "bucket 192 runs the D 256 layout");
+  // Bucket 192 on the D 256 layout: dq_accum's tile ends after the first half of slab 1 (columns
+  // [128, 192)); the second half, columns [192, 256), is zero and has no place in it.
+  static constexpr bool kDqTileDropsLastHalfSlab = kBucket != kHeadDim;
   static constexpr bool kWide = kHeadDim > 128;  // D 256: the layout of the file comment's second table
   static constexpr int kBlockM = kBlockM_;  // query rows per step of the loop
   static_assert(kBlockM == 64 || (kBlockM == 128 && kHeadDim <= 64), "registers: 128 rows only at D <= 64");

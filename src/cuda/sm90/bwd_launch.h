@@ -19,8 +19,6 @@
 
 #include <cuda_runtime.h>
 
-#include <string>
-
 #include "cuda/common/bwd_prepost.h"
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"

@@ -258,9 +258,10 @@ struct BwdConvertDq {
       if (cols <= 0) break;
       Tensor acc = partition_fragment_C(mma, Shape<Int<Traits::kBlockM>, Int<kCols>>{});  // ((2, 2, COLS/8), 1, 1)
       const float* slab = tile + h * (Traits::kBlockM * kCols);
-      // Bucket 192 on the D 256 layout: the tile ends after the first half of slab 1 (columns
-      // [128, 192): fragment values [0, N/2), DqAccumOrder's first half); the rest is zero.
-      constexpr int kStored = Traits::kBucket == Traits::kHeadDim ? decltype(size(acc))::value : decltype(size(acc))::value / 2;
+      // Bucket 192 on the D 256 layout: slab 1 is stored up to its first half (fragment values
+      // [0, N/2), DqAccumOrder's first half); the rest is zero.
+      constexpr int kSize = decltype(size(acc))::value;
+      constexpr int kStored = Traits::kDqTileDropsLastHalfSlab ? kSize / 2 : kSize;
       clear(acc);
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += DqAccumOrder::kVec) {

@@ -296,9 +296,7 @@ struct FlashBwdKernel {
           float* const dst = tile_dq + h * Mainloop::kDqBufferFloats;
           auto issue = [&] {
             bulk_reduce_add_f32(dst, wide_dq_half(smem.q.data(), stage, h), kHalfBytes);
-            // Bucket 192 (BwdTraitsFor): slab 1's second half, columns [192, 256), is zero and
-            // has no place in the 192-column tile.
-            if (Traits::kBucket == 256 || h == 0)
+            if (!Traits::kDqTileDropsLastHalfSlab || h == 0)  // bucket 192 (BwdTraitsFor)
               bulk_reduce_add_f32(dst + kHalfFloats, wide_dq_half(smem.dO.data(), stage, h), kHalfBytes);
           };
           if constexpr (kDeterministic)

@@ -274,10 +274,8 @@ struct FlashFwdKernel {
       if (range.n_max * kBlockN > tile.k_len) {
         named_barrier_sync(kZeroSyncThreads, FwdBarrier::kVReady);
         pipeline_v.consumer_wait(state_v);
-        Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
-        zero_rows_from<kBlockN, kHeadDim, kZeroHelperThreads>(sV(_, _, state_v.index()),
-                                                              tile.k_len - (range.n_max - 1) * kBlockN, tid);
-        cutlass::arch::fence_view_async_shared();
+        Mainloop::template zero_v_rows<kZeroHelperThreads>(smem, state_v.index(),
+                                                           tile.k_len - (range.n_max - 1) * kBlockN, tid);
         named_barrier_arrive(kZeroSyncThreads, FwdBarrier::kVZeroed);
       }
       state_v.advance(range.n_max - range.n_min);
@@ -324,6 +322,7 @@ struct FlashFwdKernel {
         pipeline_v.consumer_wait(state_v);
         Mainloop::template zero_v_rows<kMmaThreads>(
             smem, state_v.index(), tile.k_len - (kSinks ? walk.first : range.n_max - 1) * kBlockN, mma_tid);
+        named_barrier_sync(kMmaThreads, FwdBarrier::kVZeroed);
       }
     }
     typename Traits::TiledMmaQK mma_qk;

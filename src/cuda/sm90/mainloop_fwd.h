@@ -198,16 +198,16 @@ struct MainloopFwd {
   // Varlen, the tile's first key block when it reaches past the sequence: V's rows [valid, BLK_N)
   // of `stage` hold the next sequence's values (TMA zero-fills only past the packed tensor). P is
   // 0 there, but 0 · Inf and 0 · NaN are NaN, so a non-finite value next door would leak into
-  // this sequence's O: the consumer threads zero those rows (zero_rows_from, varlen.h), then
-  // order the stores before wgmma's async-proxy reads and wait for each other. Every consumer
-  // thread calls this, after its wait on the stage's full barrier (the same rule as sm80's
-  // zero-filled loads, docs/design/sm90-forward.md §7).
+  // this sequence's O: kThreads threads (tid their index) zero those rows (zero_rows_from,
+  // varlen.h) and order the stores before wgmma's async-proxy reads, after their wait on the
+  // stage's full barrier (the same rule as sm80's zero-filled loads, docs/design/sm90-forward.md
+  // §7). The caller then tells the readers, on FwdBarrier::kVZeroed: the consumer threads
+  // themselves (flash_fwd_kernel.h, consume_tile) or the helper warps (zero_v_helper).
   template <int kThreads>
-  CUTE_DEVICE static void zero_v_rows(SharedStorage& smem, int stage, int valid, int mma_tid) {
+  CUTE_DEVICE static void zero_v_rows(SharedStorage& smem, int stage, int valid, int tid) {
     Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutV{});  // (BLK_N, HDIM, STAGES)
-    zero_rows_from<kBlockN, kHeadDim, kThreads>(sV(_, _, stage), valid, mma_tid);
+    zero_rows_from<kBlockN, kHeadDim, kThreads>(sV(_, _, stage), valid, tid);
     cutlass::arch::fence_view_async_shared();
-    named_barrier_sync(kThreads, FwdBarrier::kVZeroed);
   }
 
   // S = Q·K(stage)ᵀ, issued (the caller waits).
