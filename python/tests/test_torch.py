@@ -507,18 +507,19 @@ def test_cuda_unsupported_features_raise(change, message):
 def test_cuda_backward_error_surfaces_from_the_autograd_node(monkeypatch, node):
     """A backward the chosen implementation refuses raises flashlab.UnsupportedError in the caller of
     autograd (from _torch_ext's node through the engine's thread, or from the Python Function):
-    cuda_sm90 named explicitly runs the forward with StreamingLLM sink tokens but not the
-    deterministic backward with them."""
+    cuda_sm90 named explicitly runs the forward, but not a backward whose dout is broadcast over
+    the rows (a row stride of 0, which TMA cannot describe)."""
     if node == "python":
         monkeypatch.setenv("FLASHLAB_TORCH_EXT", "0")
     q, k, v, dout = inputs((1, 17, 17, 2, 2, 64), torch.bfloat16, "cuda", seed=14)
+    dout = dout[:, :1].expand_as(dout)
+    assert dout.stride(1) == 0
     try:
-        out = fl.attention(q, k, v, causal=True, window=(4, 0), sink_tokens=2, deterministic=True,
-                           impl="cuda_sm90")
+        out = fl.attention(q, k, v, causal=True, impl="cuda_sm90")
     except flashlab.UnsupportedError as e:
         pytest.skip(f"cuda_sm90 forward not available here: {e}")
     for _ in range(2):  # the error leaves the node usable: a second try raises the same
-        with pytest.raises(flashlab.UnsupportedError, match=r"deterministic backward with sink_tokens") as info:
+        with pytest.raises(flashlab.UnsupportedError, match=r"dout\.row_stride \(0\)") as info:
             torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
         assert info.value.code == "unsupported"
 

@@ -31,10 +31,10 @@ struct BenchOptions {
   CausalAlign align = CausalAlign::kBottomRight;
   int64_t window_left = -1;
   int64_t window_right = -1;
-  int64_t sink_tokens = 0;  // StreamingLLM sink tokens (CPU backends)
+  int64_t sink_tokens = 0;  // StreamingLLM sink tokens (not the learning kernels)
   float softcap = 0.0f;
   bool alibi = false;
-  bool sinks = false;  // attention sinks, one logit per query head (CPU backends)
+  bool sinks = false;  // attention sinks, one logit per query head (not the learning kernels)
   float dropout = 0.0f;
   uint64_t seed = 42;  // inputs and the dropout mask
 

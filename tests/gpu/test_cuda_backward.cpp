@@ -648,6 +648,20 @@ std::vector<ProblemSpec> determinism_specs(Impl impl) {
   ProblemSpec d160 = d256;  // bucket 192 on the D 256 layout: a 192-column dq_accum tile
   d160.head_dim = 160;
   specs.push_back(d160);
+  // StreamingLLM sink tokens beside a left window: the sink blocks add to dq_accum tiles past their
+  // window, ranked beside the window's adders (KeyBlockRange::rank_descending).
+  ProblemSpec sinks = full;
+  sinks.causal = true;
+  sinks.window_left = 100;
+  sinks.sink_tokens = 70;
+  specs.push_back(sinks);
+  ProblemSpec sinks_wide = sinks;  // more sink blocks than the window has, at head dims 64 and 256
+  sinks_wide.head_dim = 64;
+  sinks_wide.window_left = 5;
+  sinks_wide.sink_tokens = 200;
+  specs.push_back(sinks_wide);
+  sinks_wide.head_dim = 256;
+  specs.push_back(sinks_wide);
   return specs;
 }
 

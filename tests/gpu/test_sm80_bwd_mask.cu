@@ -6,13 +6,15 @@
 // checked here exhaustively against flashlab::key_visible() for each backward tile shape of
 // bwd_tile_size.h: the range must be exactly the query blocks holding a visible pair (a block
 // skipped wrongly loses gradient; one visited needlessly would only cost time, but the closed form
-// promises exactness, so it is checked), and no block with a masked pair may skip the mask.
+// promises exactness, so it is checked), and no block with a masked pair may skip the mask. Also
+// the turns of cuda_sm90's deterministic dQ adds, which rank a query block's adders by these ranges.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "cuda/common/block_range.h"
 #include "cuda/sm80/bwd_tile_size.h"
@@ -88,6 +90,30 @@ void check_case(const Case& c) {
       if (any) {
         ASSERT_TRUE((n >= lo_block && n < keys.n_max) || n < sink_end)
             << "dQ kernel: query block " << m << " skips key block " << n;
+      }
+    }
+  }
+  // cuda_sm90's deterministic backward (sm90/flash_bwd_kernel.h, add_in_turn; common::dq_add_turn):
+  // the adders to query block m's dq_accum tile are the key blocks whose QueryBlockRange (with
+  // sinks) holds m, and each takes as its turn the number of adders above it, so that the turns
+  // are 0, 1, ... from the highest block down (a CTA waits only for higher key blocks, launched
+  // before it).
+  for (int m = 0; m < m_blocks; ++m) {
+    t.m_block = m;
+    std::vector<int> adders;
+    for (int n = 0; n * kBlockN < c.k_len; ++n) {
+      const QueryBlockRange<kBlockM, kBlockN> range(p, t, n, /*sinks=*/true);
+      if (m >= range.m_min && m < range.m_max) adders.push_back(n);
+    }
+    for (size_t i = 0; i < adders.size(); ++i) {
+      const int n = adders[i];
+      ASSERT_EQ((flashlab::common::dq_add_turn<kBlockM, kBlockN>(p, t, n, /*sinks=*/true)),
+                static_cast<int>(adders.size() - 1 - i))
+          << "sm90 deterministic: query block " << m << ", key block " << n;
+      if (p.sink_tokens <= 0) {  // the kernels without sinks: the same turns
+        ASSERT_EQ((flashlab::common::dq_add_turn<kBlockM, kBlockN>(p, t, n, /*sinks=*/false)),
+                  static_cast<int>(adders.size() - 1 - i))
+            << "sm90 deterministic, no sinks: query block " << m << ", key block " << n;
       }
     }
   }

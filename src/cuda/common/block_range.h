@@ -189,5 +189,45 @@ struct QueryBlockRange {
   }
 };
 
+// cuda_sm90's deterministic backward (sm90/flash_bwd_kernel.h, add_in_turn): key block n's turn
+// on query block t.m_block's dq_accum tile. The tile's adders are the key blocks whose
+// QueryBlockRange holds it, and a block's turn is the number of adders above it (so the highest
+// adds first, and a CTA waits only for CTAs of higher key blocks, launched before it). Without
+// sink blocks (sinks false, or n holds no sink key) the adders are the window's
+// [n_min, n_max) = KeyBlockRange's, so the turn is n_max - 1 - n, with n_max = ceil((hi + 1) / N)
+// from the last row's right bound hi. With sinks (the general kernels) the sink blocks [0, a)
+// visit past their window too (QueryBlockRange's sinks: every row their right bound reaches):
+// block n < a visits iff n·N < min(sink_tokens, hi + 1), so a = min(ceil(sink_tokens / N), n_max)
+// — also where no row sees a window key (then the sink blocks are the only adders). A sink block
+// below the window has the window's blocks and the sink blocks between above it.
+// 32-bit arithmetic (the dQ writer has 24 registers): seqlens < 2^30 (supports()), so a row's
+// diagonal d = row + shift lies in (-2^30, 2^30), and the window bounds are clamped to 2^30 - 1,
+// past which they cut nothing.
+template <int kBlockM, int kBlockN>
+FLASHLAB_HD int dq_add_turn(const ScoreArgs& p, const WorkTile& t, int n_block, bool sinks) {
+  constexpr int64_t kMaxBound = (int64_t(1) << 30) - 1;
+  const int first = t.m_block * kBlockM;
+  const int last = (first + kBlockM < t.q_len ? first + kBlockM : t.q_len) - 1;
+  const int shift = p.bottom_right ? t.k_len - t.q_len : 0;
+  int hi = t.k_len - 1;  // the last row's right bound
+  if (p.window_right >= 0) {
+    const int h = last + shift + static_cast<int>(p.window_right < kMaxBound ? p.window_right : kMaxBound);
+    if (h < hi) hi = h;
+  }
+  const int n_max = hi < 0 ? 0 : hi / kBlockN + 1;
+  if (!sinks || p.sink_tokens <= n_block * kBlockN) return n_max - 1 - n_block;
+  int lo = 0;  // the first row's left bound
+  if (p.window_left >= 0) {
+    const int l = first + shift - static_cast<int>(p.window_left < kMaxBound ? p.window_left : kMaxBound);
+    if (l > lo) lo = l;
+  }
+  const int sink_blocks = (p.sink_tokens + kBlockN - 1) / kBlockN;
+  const int a = sink_blocks < n_max ? sink_blocks : n_max;
+  if (hi < lo) return a - 1 - n_block;  // no row sees a window key
+  const int n_min = lo / kBlockN;
+  if (n_block >= n_min) return n_max - 1 - n_block;
+  return n_max - n_min + (a < n_min ? a : n_min) - 1 - n_block;
+}
+
 }  // namespace common
 }  // namespace flashlab

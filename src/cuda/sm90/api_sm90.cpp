@@ -3,10 +3,9 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) without total_q / total_k
-//   (the packed rows the TMA descriptors span); in the backward the deterministic mode with sink tokens
-//   (beside a left window; without one they change nothing); the forward refuses sink tokens
-//   above head dim 128.
-//   The deterministic backward runs here otherwise (ordered dQ reductions, flash_bwd_kernel.h).
+//   (the packed rows the TMA descriptors span); the forward's sink tokens above head dim 192.
+//   The deterministic backward runs here (ordered dQ reductions, flash_bwd_kernel.h), with
+//   StreamingLLM sink tokens too.
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,
 // sm90_backward_accepts): TMA checks its arguments only with assert (compiled out in release
 // builds), and a refused descriptor would leave the kernel with garbage
@@ -22,7 +21,6 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
-#include "flashlab/mask.h"  // sink_tokens_change_mask
 #include "cuda/sm90/tile_size.h"  // kMaxSinkTokensHeadDim
 
 namespace flashlab {
@@ -110,8 +108,7 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
     if (c.total_q > INT32_MAX || c.total_k > INT32_MAX) return unsupported("a packed tensor of more than 2^31 - 1 rows");
   }
   // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels); the
-  // backward at every head dim it serves (its general kernels), but not deterministic
-  // (sm90_backward_accepts).
+  // backward at every head dim (its general kernels), deterministic too.
   if (c.sink_tokens > 0 && !backward && c.head_dim > sm90::kMaxSinkTokensHeadDim)
     return unsupported("sink_tokens (StreamingLLM sink tokens) at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
@@ -147,10 +144,6 @@ Status sm90_forward(const FwdParams& p) {
 }
 
 Status sm90_backward_accepts(const BwdParams& p) {
-  // The ordered dQ adds (flash_bwd_kernel.h, kDeterministic) rank a query block's key blocks as
-  // one interval; sink tokens add a second one.
-  if (p.deterministic && sink_tokens_change_mask(p))
-    return unsupported("the deterministic backward with sink_tokens (StreamingLLM sink tokens)");
   FLASHLAB_RETURN_IF_ERROR(check_alignment_bwd(p, 16, kName));
   const TensorRef in[4] = {p.q, p.k, p.v, p.dout};
   if (p.cu_seqlens_q != nullptr)  // packed: one batch entry of total rows (mainloop_bwd.h)

@@ -87,7 +87,7 @@ Status run_bwd(const common::BwdArguments& args, void* stream_ptr) {
   // Softcap, ALiBi and StreamingLLM sink tokens (beside a left window) have kernels of their own
   // (flash_bwd_kernel.h, kGeneral), on 64-row query blocks at every head dim (bwd_kernel_traits.h,
   // bwd_block_m), and so has the deterministic mode (kDeterministic: ordered dQ reductions,
-  // kPartial dK / dV; no sink tokens: api_sm90.cpp).
+  // kPartial dK / dV; sink blocks ranked among a query block's adders: flash_bwd_kernel.h).
   if (common::ScoreVariant<64, 128>::general(args.score))
     return run_bwd_with<BwdTraitsFor<kHeadDim, Element, 64>, true>(args, stream);
   return run_bwd_with<BwdTraitsFor<kHeadDim, Element>, false>(args, stream);

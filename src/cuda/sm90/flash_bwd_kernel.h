@@ -39,7 +39,10 @@
 //   - the key blocks of a (head, sequence) are handed out last first (get_tile_descending), and
 //     the tile of query block m takes the adds of the key blocks that see it, [n_min(m), n_max(m))
 //     (common::KeyBlockRange, the transpose of QueryBlockRange), from the highest down: rank
-//     r = n_max(m) − 1 − n. A CTA therefore waits only for CTAs of higher key blocks of its own
+//     r = n_max(m) − 1 − n. With StreamingLLM sink tokens (the general kernels) the sink blocks
+//     [0, a(m)) see query blocks past their window too, so r counts the adders of
+//     [0, a) ∪ [n_min, n_max) above n (common::dq_add_turn).
+//     A CTA therefore waits only for CTAs of higher key blocks of its own
 //     (head, sequence), which have *lower* block indices: launched before it, so resident or done
 //     (the same in-order-launch assumption FlashAttention-3 makes), and they wait only for lower
 //     indices still: no cycle, no deadlock. Descending rather than ascending for the causal mask:
@@ -154,7 +157,8 @@ struct FlashBwdKernel {
   }
 
   // The CTA's key block and the query blocks that see it. StreamingLLM sink tokens (the general
-  // kernels; the deterministic mode refuses them, api_sm90.cpp): a key block that may hold sink keys
+  // kernels; the deterministic ones rank such a block among a query block's adders by
+  // common::dq_add_turn): a key block that may hold sink keys
   // is seen by every later query block (QueryBlockRange's sinks), and its scores take the full mask
   // (the general kernel masks every block; p_and_ds_t's sink keys). Unlike cuda_sm80's backward,
   // those longest CTAs are not launched first (get_tile_low_keys_first): in the dQ writer, which
@@ -166,7 +170,7 @@ struct FlashBwdKernel {
   }
   __device__ static common::QueryBlockRange<kBlockM, kBlockN> cta_range(const Params& params, const common::WorkTile& tile,
                                                                         int n_block) {
-    return common::QueryBlockRange<kBlockM, kBlockN>(params.variant, tile, n_block, kGeneral && !kDeterministic);
+    return common::QueryBlockRange<kBlockM, kBlockN>(params.variant, tile, n_block, kGeneral);
   }
 
   // Varlen: warp 2 of the producer warpgroup clears the next sequence's rows of Q and dO in the
@@ -325,7 +329,8 @@ struct FlashBwdKernel {
   __device__ void add_in_turn(const Params& params, common::WorkTile& tile, int n_block, int m_block,
                               Issue issue) const {
     tile.m_block = m_block;
-    const int rank = common::KeyBlockRange<kBlockM, kBlockN>(params.variant, tile).n_max - 1 - n_block;
+    // kGeneral: sink blocks add outside their window too (cta_range).
+    const int rank = common::dq_add_turn<kBlockM, kBlockN>(params.variant, tile, n_block, kGeneral);
     int* sem = params.grad.dq_semaphore + common::dq_semaphore_index(tile.batch, m_block, tile.head,
                                                                      params.scheduler.seqlen_q,
                                                                      params.scheduler.heads_q, kBlockM);

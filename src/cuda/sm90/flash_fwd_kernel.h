@@ -80,7 +80,7 @@ struct FlashFwdKernel {
   // Who zeroes: the consumers up to head dim 192; above (256, where the consumers' zeroing spilled
   // wherever it was placed) warps 1-3 of the producer warpgroup (zero_v_helper), while the
   // consumers wait at the tile's start. No sink tokens there (api_sm90.cpp: the forward's sink
-  // tokens stop at head dim 128).
+  // tokens stop at head dim 192).
   static constexpr bool kVarlenCapable = kMmaWarpGroups == 2;
   static constexpr bool kZeroByHelper = kVarlenCapable && Traits::kHeadDim > kMaxConsumerZeroingHeadDim;
   static constexpr bool kZeroByConsumers = kVarlenCapable && !kZeroByHelper;
@@ -91,6 +91,15 @@ struct FlashFwdKernel {
   // the key blocks of common::SinkKeyBlockWalk. The kernel without them is unchanged.
   static constexpr bool kSinks = Variant::kSinks;
   using SinkWalk = common::SinkKeyBlockWalk<kBlockM, kBlockN>;
+  // Registers after setmaxnreg: the traits' split (24 / 240 with two consumer warpgroups), except
+  // in the sink-token kernel at head dim 192, where the producer's walk bounds beside the TMA
+  // coordinates of 3 boxes a load spilled 8 bytes on 24: 40 / 232 there (its narrower key block,
+  // tile_size.h fwd_sinks_tile_size, leaves the consumers room).
+  static constexpr bool kWideProducer = kSinks && Traits::kHeadDim > 128;
+  static constexpr int kProducerRegs = kWideProducer ? 40 : Traits::kProducerRegs;
+  static constexpr int kConsumerRegs = kWideProducer ? 232 : Traits::kConsumerRegs;
+  static_assert(kProducerRegs + kMmaWarpGroups * kConsumerRegs <= Traits::kEntryRegs * (1 + kMmaWarpGroups),
+                "setmaxnreg would ask for more registers than the launch allocated (a hang)");
   // Where ptxas wants the consumer's code inlined whole (nvcc 13.0, checked by the ptxas gate): at
   // 128 x 176 a call to consume() puts a function boundary inside the wgmma pipeline (C7510) and
   // spills; inlining it at 128 x 80 (hdim 256) makes ptxas inject warpgroup.arrive (C7519). So the
@@ -141,13 +150,13 @@ struct FlashFwdKernel {
     __syncthreads();  // barrier initializations visible to every warp
 
     if (warp_group == 0) {
-      if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
+      if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_dealloc<kProducerRegs>();
       if (warp_idx == 0 && cute::elect_one_sync()) produce(params, smem, pipeline_k, pipeline_v);
       if constexpr (kZeroByHelper) {
         if (warp_idx != 0 && params.mainloop.varlen) zero_v_helper(params, smem, pipeline_v);
       }
     } else {
-      if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
+      if constexpr (kRegRealloc) cutlass::arch::warpgroup_reg_alloc<kConsumerRegs>();
       const int wg = (static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup) / cutlass::NumThreadsPerWarpGroup;
       PipelineState state_k, state_v;  // consumer states start at stage 0, phase 0
       // Ping-pong runs over all of the CTA's tiles as one sequence of products (every warpgroup

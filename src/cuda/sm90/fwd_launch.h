@@ -145,18 +145,16 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
     return launch_fwd<FwdKernel<Traits, Stages<true, false, true>>>(args, s);
 #endif
   // StreamingLLM sink tokens change the mask only beside a left window (mask.h, sink_keys): then
-  // the kSinks kernel, on hdim 64's 128 x 128 tile (two consumer warpgroups: varlen too) or the
-  // default tile; FLASHLAB_SM90_FWD_TILE does not apply. Without a left window the call is the
-  // same as without sink tokens.
+  // the kSinks kernel on its own tile (tile_size.h fwd_sinks_tile_size); FLASHLAB_SM90_FWD_TILE
+  // does not apply. Without a left window the call is the same as without sink tokens.
   if (sink_tokens_change_mask(args.score)) {
     if constexpr (kHeadDim > kMaxSinkTokensHeadDim) {  // sm90_supports refused the call
-      return Status(StatusCode::kInternal, "impl cuda_sm90: sink tokens above head dim 128");
-    } else if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
-      constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
-      using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
-      return launch_fwd<FwdKernel<ShortTraits, AllStages, true>>(args, s);
+      return Status(StatusCode::kInternal, "impl cuda_sm90: sink tokens above head dim 192");
     } else {
-      return launch_fwd<FwdKernel<Traits, AllStages, true>>(args, s);
+      constexpr FwdTileSize kSinkTile = fwd_sinks_tile_size(kHeadDim);
+      using SinkTraits = FwdTraits<kHeadDim, kSinkTile.block_m, kSinkTile.block_n, kSinkTile.stages, Element>;
+      static_assert(FwdKernel<SinkTraits>::kVarlenCapable, "the sink-token tile takes varlen too");
+      return launch_fwd<FwdKernel<SinkTraits, AllStages, true>>(args, s);
     }
   }
   FwdTileSize want{};

@@ -80,9 +80,18 @@ constexpr int kLongTileMinSeqlenK = 4097;
 // (mainloop_fwd.h zero_v_rows); above it warps 1-3 of the producer warpgroup do
 // (flash_fwd_kernel.h, zero_v_helper): at 256 the consumers' zeroing made ptxas spill 4 bytes
 // wherever it was placed (nvcc 13.0).
-// StreamingLLM sink tokens (the forward's kSinks kernels): up to head dim 128; at 192 and 256
-// ptxas spilled them (8 and 76 bytes), and api_sm90.cpp leaves those to cuda_sm80.
-constexpr int kMaxSinkTokensHeadDim = 128;
+// StreamingLLM sink tokens (the forward's kSinks kernels, fwd_launch.h): hdim 64's 128 x 128 (two
+// consumer warpgroups: varlen too), the default tile up to 128, and 128 x 96 at 192 with a wider
+// producer (flash_fwd_kernel.h kWideProducer; 128 x 112 spilled 8 bytes, then 12 with it). Up to
+// head dim 192: at 256 every variant tried spilled (nvcc 13.0; 128 x 80 76 bytes, 128 x 64 4,
+// 128 x 48 12, 40 / 232 registers 24 and more; in the consumers: 4 bytes remain with the
+// producer's and the helper's walks compiled out), so api_sm90.cpp leaves it to cuda_sm80.
+constexpr FwdTileSize fwd_sinks_tile_size(int head_dim) {
+  return head_dim > 32 && head_dim <= 64    ? fwd_short_tile_size(head_dim)
+         : head_dim > 128 && head_dim <= 192 ? FwdTileSize{128, 96, 2}
+                                             : fwd_tile_size(head_dim);
+}
+constexpr int kMaxSinkTokensHeadDim = 192;
 constexpr int kMaxConsumerZeroingHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
