@@ -77,6 +77,7 @@
 #include <vector>
 
 #include "api/backend.h"
+#include "cuda/common/kernel_args.h"  // head_dim_bucket
 #include "cuda_test_util.h"
 #include "flashlab/flashlab.h"
 #include "testing/problem.h"
@@ -516,11 +517,7 @@ TEST_P(CudaBackwardImpl, Sweep) {
   // FLASHLAB_SM80_BWD_BUCKET=D: only the cases of head-dim bucket D (e.g. a sanitizer run aimed at
   // one tile shape); the others are drawn and dropped before any work.
   const int only_bucket = env_int("FLASHLAB_SM80_BWD_BUCKET", 0);
-  auto bucket_of = [](int64_t d) {
-    for (int b : {32, 64, 96, 128, 192, 256})
-      if (d <= b) return b;
-    return 0;
-  };
+  auto bucket_of = [](int64_t d) { return flashlab::common::head_dim_bucket(static_cast<int>(d)); };
   std::map<int, int> ran_by_bucket;
   int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0, with_sink_tokens = 0;
   double worst = 0;
@@ -649,7 +646,7 @@ std::vector<ProblemSpec> determinism_specs(Impl impl) {
   d160.head_dim = 160;
   specs.push_back(d160);
   // StreamingLLM sink tokens beside a left window: the sink blocks add to dq_accum tiles past their
-  // window, ranked beside the window's adders (KeyBlockRange::rank_descending).
+  // window, ranked beside the window's adders (common::dq_add_turn).
   ProblemSpec sinks = full;
   sinks.causal = true;
   sinks.window_left = 100;

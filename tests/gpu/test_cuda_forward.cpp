@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "api/backend.h"
+#include "cuda/common/kernel_args.h"  // head_dim_bucket
 #include "cuda_test_util.h"
 #include "flashlab/flashlab.h"
 #include "testing/problem.h"
@@ -421,9 +422,8 @@ TEST_P(CudaForwardImpl, Sweep) {
   int ran = 0, skipped = 0, routed = 0, failed = 0, with_sinks = 0, with_sink_tokens = 0;
   for (int i = 0, drawn = 0; i < n && drawn < 50 * n; ++drawn) {
     const SweepCase c = random_case(rng);
-    const int64_t d = c.spec.head_dim;
-    const int bucket = d <= 32 ? 32 : d <= 64 ? 64 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
-    if (only_bucket != 0 && bucket != only_bucket) continue;
+    if (only_bucket != 0 && flashlab::common::head_dim_bucket(static_cast<int>(c.spec.head_dim)) != only_bucket)
+      continue;
     ++i;
     Problem pb(c.spec);
     DeviceProblem dev;
@@ -589,7 +589,9 @@ TEST(CudaForward, SinkTokensRouting) {
     }
     ASSERT_TRUE(st.ok()) << flashlab::to_string(impl) << ": " << st.to_string();
     if (impl == Impl::kAuto) {  // cuda_sm90 on a Hopper GPU (if built), cuda_sm80 elsewhere
-      if (!hopper) EXPECT_EQ(chosen, Impl::kCudaSm80) << flashlab::to_string(chosen);
+      if (!hopper) {
+        EXPECT_EQ(chosen, Impl::kCudaSm80) << flashlab::to_string(chosen);
+      }
     } else {
       EXPECT_EQ(chosen, impl) << flashlab::to_string(chosen);
     }
