@@ -18,7 +18,8 @@ Implementations (--impls, comma-separated; default: all that import):
                            it on the GPU machine
 Peers (the "ratio" column divides by the best of them at each point): sdpa_*, flex, fa4.
 flashlab:auto is what a user gets: on an H100 cuda_sm90's forward and backward, cuda_sm80's where
-cuda_sm90 does not serve a call (dropout; sink tokens in the forward above head dim 192).
+cuda_sm90 does not serve a call (dropout; sink tokens beside a left window in the forward above
+head dim 192).
 
 Grid (the issue-4 grid): bf16, head_dim in --hdims, seqlen_q = seqlen_k in --seqlens,
 batch = 16384 / seqlen, heads = 2048 / head_dim (--tokens, --width), causal and not, fwd and bwd.

@@ -29,7 +29,7 @@ host time than the rest of the call.
 
 On CUDA ``impl="auto"`` runs ``cuda_sm90`` on an H100/H200 (the forward, varlen included, and the
 backward at every head dim, deterministic or varlen or neither) and ``cuda_sm80`` for the rest
-(dropout, sink tokens in the forward above head dim 192, other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and every feature
+(dropout, sink tokens beside a left window in the forward above head dim 192, other GPUs): bf16/fp16, head_dim any multiple of 8 up to 256, and every feature
 (causal in both alignments, sliding window, StreamingLLM sink tokens, softcap, ALiBi, dropout,
 GQA/MQA, varlen); what it refuses (e.g. fp32, head_dim 100) raises ``flashlab.UnsupportedError``
 with the C++ library's message. On the CPU every feature runs in fp32,

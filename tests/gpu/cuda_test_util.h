@@ -206,8 +206,9 @@ inline void draw_features(std::mt19937_64& rng, ProblemSpec& s, float* scale) {
   s.input_scale = chance(0.2) ? 4.0f : 1.0f;       // peaky softmax rows
   if (chance(0.05)) *scale = chance(0.5) ? 0.0f : -0.09f;
   // StreamingLLM sink tokens beside a left window (cuda_sm80, cuda_sm90's backward and its forward up
-  // to head dim 128; where an impl refuses them the sweep counts the draw as left to another impl);
-  // more than one 64-key block of them too.
+  // to head dim 192; where an impl refuses them the sweep counts the draw as left to another impl);
+  // more than one 64-key block of them too. Without a left window they change no mask
+  // (test_cuda_forward.cpp SinkTokensWithoutLeftWindow).
   if (s.window_left >= 0 && chance(0.5)) s.sink_tokens = pick({1, 4, 70});
   // FLASHLAB_SWEEP_SINK_TOKENS=1 (sweeps and sanitizer runs aimed at the sink-token kernels): every
   // draw gets a left window and sink tokens (the draws after this point change too).

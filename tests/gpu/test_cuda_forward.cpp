@@ -504,6 +504,42 @@ TEST_P(CudaForwardImpl, VarlenNeighbourNonFinite) {
   if (ran == 0) GTEST_SKIP() << "no head dim of 64, 128, 192, 256 built";
 }
 
+// StreamingLLM sink tokens without a left window change no mask (mask.h sink_tokens_change_mask):
+// every impl must take the call, cuda_sm90's forward at head dim 256 too (which refuses them beside a
+// left window), and give the reference's answer. The sweep draws sink tokens only beside a left
+// window. Causal (both alignments, seqlen_q != seqlen_k), a right window alone, and no mask.
+TEST_P(CudaForwardImpl, SinkTokensWithoutLeftWindow) {
+  SKIP_WITHOUT_GPU();
+  int ran = 0;
+  for (int64_t head_dim : {64, 192, 256})
+    for (int mask = 0; mask < 3; ++mask) {
+      ProblemSpec s;
+      s.batch = 2;
+      s.seqlen_q = 113;
+      s.seqlen_k = 203;
+      s.heads_q = 4;
+      s.heads_kv = 2;
+      s.head_dim = head_dim;
+      s.causal = mask == 0;
+      s.causal_align = head_dim == 192 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
+      if (mask == 1) s.window_right = 17;
+      s.sink_tokens = 4;
+      s.data_seed = 77 + static_cast<uint64_t>(head_dim) + mask;
+      Problem pb(s);
+      DeviceProblem dev;
+      const Status up = dev.init(&pb);
+      ASSERT_TRUE(up.ok()) << up.to_string();
+      const Status st = run_forward(dev, GetParam(), NAN);
+      if (not_built(st)) continue;
+      ASSERT_TRUE(st.ok()) << pb.spec.describe() << ": " << st.to_string();
+      ++ran;
+      EXPECT_EQ(check_forward(pb.out, pb.lse, exact_forward(pb, NAN), pb.spec.dtype, lse_count(pb)), "")
+          << pb.spec.describe();
+      EXPECT_EQ(written_padding(pb.out), 0) << pb.spec.describe();
+    }
+  if (ran == 0) GTEST_SKIP() << "no head dim of 64, 192, 256 built";
+}
+
 TEST_P(CudaForwardImpl, Determinism) {
   SKIP_WITHOUT_GPU();
   ProblemSpec s;
@@ -595,6 +631,30 @@ TEST(CudaForward, SinkTokensRouting) {
     } else {
       EXPECT_EQ(chosen, impl) << flashlab::to_string(chosen);
     }
+  }
+  // Head dim 256: cuda_sm90's forward refuses sink tokens beside a left window (auto: cuda_sm80),
+  // and takes them without one (they change no mask).
+  if (!hopper) return;
+  for (int64_t left : {int64_t(16), int64_t(-1)}) {
+    AttentionConfig c = sm80_config();
+    c.head_dim = 256;
+    c.causal = true;
+    c.window_left = left;
+    c.sink_tokens = 4;
+    c.impl = Impl::kCudaSm90;
+    Impl chosen = Impl::kAuto;
+    Status st = flashlab::resolve_impl(c, &chosen);
+    if (not_built(st)) continue;
+    if (left >= 0) {
+      EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+      EXPECT_NE(st.message().find("sink_tokens"), std::string::npos) << st.to_string();
+    } else {
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+    c.impl = Impl::kAuto;
+    st = flashlab::resolve_impl(c, &chosen);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(chosen, left >= 0 ? Impl::kCudaSm80 : Impl::kCudaSm90) << "window_left " << left;
   }
 }
 

@@ -22,6 +22,7 @@
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
 #include "cuda/sm90/tile_size.h"  // kMaxSinkTokensHeadDim
+#include "flashlab/mask.h"  // sink_tokens_change_mask
 
 namespace flashlab {
 namespace sm90 {
@@ -108,8 +109,9 @@ Status sm90_supports(const AttentionConfig& c, bool backward) {
     if (c.total_q > INT32_MAX || c.total_k > INT32_MAX) return unsupported("a packed tensor of more than 2^31 - 1 rows");
   }
   // StreamingLLM sink tokens: the forward up to kMaxSinkTokensHeadDim (its kSinks kernels); the
-  // backward at every head dim (its general kernels), deterministic too.
-  if (c.sink_tokens > 0 && !backward && c.head_dim > sm90::kMaxSinkTokensHeadDim)
+  // backward at every head dim (its general kernels), deterministic too. Without a left window they
+  // change no mask (mask.h): every forward runs them as the call without sink tokens.
+  if (sink_tokens_change_mask(c) && !backward && c.head_dim > sm90::kMaxSinkTokensHeadDim)
     return unsupported("sink_tokens (StreamingLLM sink tokens) at head_dim " + std::to_string(c.head_dim) + " (> " +
                        std::to_string(sm90::kMaxSinkTokensHeadDim) + ")");
   FLASHLAB_RETURN_IF_ERROR(common::check_head_dim_and_sizes(c, kName, backward ? "backward: " : "", [&](int bucket) {

@@ -85,7 +85,8 @@ constexpr int kLongTileMinSeqlenK = 4097;
 // producer (flash_fwd_kernel.h kWideProducer; 128 x 112 spilled 8 bytes, then 12 with it). Up to
 // head dim 192: at 256 every variant tried spilled (nvcc 13.0; 128 x 80 76 bytes, 128 x 64 4,
 // 128 x 48 12, 40 / 232 registers 24 and more; in the consumers: 4 bytes remain with the
-// producer's and the helper's walks compiled out), so api_sm90.cpp leaves it to cuda_sm80.
+// producer's and the helper's walks compiled out), so api_sm90.cpp leaves them beside a left
+// window to cuda_sm80 (without one they change no mask: the plain kernels run the call).
 constexpr FwdTileSize fwd_sinks_tile_size(int head_dim) {
   return head_dim > 32 && head_dim <= 64    ? fwd_short_tile_size(head_dim)
          : head_dim > 128 && head_dim <= 192 ? FwdTileSize{128, 96, 2}
