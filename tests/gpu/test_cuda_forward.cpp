@@ -513,12 +513,7 @@ TEST_P(CudaForwardImpl, SinkTokensWithoutLeftWindow) {
   int ran = 0;
   for (int64_t head_dim : {64, 192, 256})
     for (int mask = 0; mask < 3; ++mask) {
-      ProblemSpec s;
-      s.batch = 2;
-      s.seqlen_q = 113;
-      s.seqlen_k = 203;
-      s.heads_q = 4;
-      s.heads_kv = 2;
+      ProblemSpec s = checker_self_test_spec(DType::kBFloat16);  // 2 x 113 x 203, GQA 4/2, inputs x 2
       s.head_dim = head_dim;
       s.causal = mask == 0;
       s.causal_align = head_dim == 192 ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;

@@ -20,7 +20,10 @@
 // common case (no softcap, no ALiBi, a key block inside every row's interval) pays one predicate
 // per block. The per-element mask is a template flag (kMask), because as a runtime branch nvcc
 // if-converted the ~250 mask instructions and issued them predicated-off for every block (ncu/SASS
-// on an H200).
+// on an H200). And cuda_sm90's forward compiles each tile twice (kScoreMods_): with the score
+// modifications (softcap, ALiBi, a scale <= 0: score_mods()) and without, for the calls that have
+// none. Skipped at run time, that code still cost 3 % (H200, session 38: half the kernel's
+// 180 KB of instructions, each tile's walk through them stalled on instruction fetch; docs/perf.md).
 //
 // Attention sinks: a per-head logit in the softmax denominator, sink_logit(); the forward's
 // OnlineSoftmax::finalize takes it, the backward sees it only through the forward's LSE, and its
@@ -67,9 +70,13 @@ __device__ __forceinline__ bool key_masked(int dj, int lo_rel, int hi_rel) {
 
 // kBlockM × kBlockN: the score tile of the kernel using it. kSinks_: cuda_sm80's backward kernels
 // compiled for StreamingLLM sink tokens (p_and_ds's `sinks`); the others' code is untouched by them.
-template <int kBlockM, int kBlockN, bool kSinks_ = false>
+// kScoreMods_ = false: a forward kernel without the score modifications' code in before_softmax,
+// launched only for calls without them (!score_mods(params): its softmax takes the scale in the
+// exponent, premultiply false).
+template <int kBlockM, int kBlockN, bool kSinks_ = false, bool kScoreMods_ = true>
 struct ScoreVariant {
   static constexpr bool kSinks = kSinks_;
+  static constexpr bool kScoreMods = kScoreMods_;
   using Arguments = ScoreArgs;
   using Params = ScoreArgs;
   static Params to_params(const Arguments& a) { return a; }
@@ -86,7 +93,13 @@ struct ScoreVariant {
 
   __device__ ScoreVariant(const Params& params, const WorkTile& tile) : p(params), t(tile) {
     slope = p.alibi_slopes ? p.alibi_slopes[t.batch * p.alibi_batch_stride + t.head] : 0.0f;
-    premultiply = p.softcap > 0.0f || p.alibi_slopes != nullptr || !(p.softmax_scale > 0.0f);
+    premultiply = score_mods(p);
+  }
+  // Whether a call modifies the scaled scores before the softmax (softcap, ALiBi) or has a scale
+  // the exponent cannot take (<= 0 or NaN): the forward then scales and modifies each score
+  // (premultiply); the kernels without kScoreMods must not run it.
+  FLASHLAB_HD static bool score_mods(const Params& params) {
+    return params.softcap > 0.0f || params.alibi_slopes != nullptr || !(params.softmax_scale > 0.0f);
   }
 
   // Attention sinks: the logit of this head's sink in natural-log units, −inf when there is none.
@@ -131,7 +144,7 @@ struct ScoreVariant {
     // thread index (threadIdx.x) has unsigned coordinates, and i + shift - j0 < 0 would wrap (found
     // on the H100: ALiBi distances of 2^32).
     const int j0 = n0 + static_cast<int>(get<1>(tScS(0, 0)));
-    if (premultiply) {
+    if (kScoreMods && premultiply) {
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
         const int i = m0 + static_cast<int>(get<0>(tScS(r, 0)));

@@ -30,10 +30,12 @@ namespace sm90 {
 constexpr const char* kImplName = "cuda_sm90";
 
 // kSinks: compiled for StreamingLLM sink tokens (common::ScoreVariant's kSinks; run_fwd launches
-// it when they change the mask).
-template <typename Traits, typename StagesT = AllStages, bool kSinks = false>
-using FwdKernel = FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::PersistentFwdTileScheduler,
-                                 common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks>, StagesT>;
+// it when they change the mask). kScoreMods = false: without the code of softcap and ALiBi
+// (ScoreVariant::score_mods; launch_tile picks it for the calls without them).
+template <typename Traits, typename StagesT = AllStages, bool kSinks = false, bool kScoreMods = true>
+using FwdKernel =
+    FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::PersistentFwdTileScheduler,
+                   common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks, kScoreMods>, StagesT>;
 
 // The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
 // (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX). Persistent CTAs hide a
@@ -77,6 +79,19 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
       common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, "forward", Kernel::kHeadDim));
   device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);
   return common::cuda_error(cudaGetLastError(), kImplName, "forward kernel launch");
+}
+
+// A tile's two kernels: the one without softcap and ALiBi code for the calls without them (3 %
+// faster at head dims 64 and 128 up to 2k, H200, session 38: docs/perf.md), else the general one.
+// Where the plain kernel spilled (tile_size.h fwd_has_plain_kernel: nvcc 13.0) the general one
+// runs every call.
+template <typename Traits>
+Status launch_tile(const common::FwdArguments& args, cudaStream_t s) {
+  if constexpr (fwd_has_plain_kernel(Traits::kHeadDim, {Traits::kBlockM, Traits::kBlockN, Traits::kStages})) {
+    using Plain = FwdKernel<Traits, AllStages, false, false>;
+    if (!Plain::Variant::score_mods(args.score)) return launch_fwd<Plain>(args, s);
+  }
+  return launch_fwd<FwdKernel<Traits>>(args, s);
 }
 
 // The products a tile shape computes for this call: the sum over query tiles of kBlockM x the key
@@ -163,22 +178,22 @@ Status run_fwd(const common::FwdArguments& args, void* stream) {
   // tile has three (hdim 64's 192 x 128), the short tile (128 x 128), whatever is forced.
   constexpr bool kDefaultTakesVarlen = FwdKernel<Traits>::kVarlenCapable;
   const bool varlen_elsewhere = !kDefaultTakesVarlen && args.seq.cu_seqlens_q != nullptr;
-  if (forced && same_shape(want, kTile) && !varlen_elsewhere) return launch_fwd<FwdKernel<Traits>>(args, s);
+  if (forced && same_shape(want, kTile) && !varlen_elsewhere) return launch_tile<Traits>(args, s);
   if constexpr (fwd_short_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kShort = fwd_short_tile_size(kHeadDim);
     using ShortTraits = FwdTraits<kHeadDim, kShort.block_m, kShort.block_n, kShort.stages, Element>;
     static_assert(kDefaultTakesVarlen || FwdKernel<ShortTraits>::kVarlenCapable, "varlen needs a tile to run on");
     if (varlen_elsewhere || (forced ? same_shape(want, kShort) : use_short_tile<Traits, ShortTraits>(args)))
-      return launch_fwd<FwdKernel<ShortTraits>>(args, s);
+      return launch_tile<ShortTraits>(args, s);
   } else {
     static_assert(kDefaultTakesVarlen, "varlen needs a tile to run on");
   }
   if constexpr (fwd_long_tile_size(kHeadDim).block_m != 0) {
     constexpr FwdTileSize kLong = fwd_long_tile_size(kHeadDim);
     using LongTraits = FwdTraits<kHeadDim, kLong.block_m, kLong.block_n, kLong.stages, Element>;
-    if (forced ? same_shape(want, kLong) : use_long_tile(args)) return launch_fwd<FwdKernel<LongTraits>>(args, s);
+    if (forced ? same_shape(want, kLong) : use_long_tile(args)) return launch_tile<LongTraits>(args, s);
   }
-  return launch_fwd<FwdKernel<Traits>>(args, s);
+  return launch_tile<Traits>(args, s);
 }
 
 }  // namespace sm90
