@@ -236,16 +236,21 @@ struct Launch {
   bool pdl_decode = false, pdl_combine = false;
 };
 
-// One instantiation of the tile kernel: paged or contiguous, 1 or 2 row groups.
+// One instantiation of the tile kernel: paged or contiguous, 1 or 2 row groups, and with the code of
+// softcap, ALiBi, the fused append and the queries' rotation or (a plain call) without it.
+template <typename T, int kD, bool kPaged, int kRowGroups, bool kFeatures>
+Status launch_tile_kernel(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
+  const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowGroups>));
+  constexpr auto kernel = decode::decode_tile_kernel<T, kD, kPaged, kRowGroups, kFeatures>;
+  FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<kernel>(smem, "cuda_sm80", "decode tile kernel", kD)));
+  return common::cuda_error(common::launch_kernel(kernel, grid, dim3(decode::tile_shape(kD).warps * 32), smem,
+                                                  l.stream, l.pdl_decode, dp),
+                            "cuda", "decode kernel launch");
+}
 template <typename T, int kD, bool kPaged, int kRowGroups>
 Status launch_tile(const decode::DecodeParams& dp, dim3 grid, const Launch& l) {
-  const int smem = static_cast<int>(sizeof(decode::TileSmem<kD, kRowGroups>));
-  FLASHLAB_RETURN_IF_ERROR((common::prepare_kernel<decode::decode_tile_kernel<T, kD, kPaged, kRowGroups>>(
-      smem, "cuda_sm80", "decode tile kernel", kD)));
-  return common::cuda_error(common::launch_kernel(decode::decode_tile_kernel<T, kD, kPaged, kRowGroups>, grid,
-                                                  dim3(decode::tile_shape(kD).warps * 32), smem, l.stream,
-                                                  l.pdl_decode, dp),
-                            "cuda", "decode kernel launch");
+  return decode::plain_call(dp) ? launch_tile_kernel<T, kD, kPaged, kRowGroups, false>(dp, grid, l)
+                                : launch_tile_kernel<T, kD, kPaged, kRowGroups, true>(dp, grid, l);
 }
 
 // The tile kernel's instantiation for this call: paged or not, l.row_groups (2 only at hdim <= 128,

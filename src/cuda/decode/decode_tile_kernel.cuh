@@ -404,9 +404,10 @@ __device__ __noinline__ void warm_rotation(Staged st, uint16_t* scratch, bool ke
   asm volatile("" ::"r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w));  // keep the call
 }
 
+// The kernel's body (decode_tile_kernel below is its __global__): p is the kernel's parameter, or
+// a copy with the features of a plain call made compile-time constants.
 template <typename T, int kD, bool kPaged, int kRowGroups>
-__global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
-    decode_tile_kernel(const __grid_constant__ DecodeParams p) {
+__device__ __forceinline__ void decode_tile_body(const DecodeParams& p) {
   constexpr TileShape kShape = tile_shape(kD);
   constexpr int kWarps = kShape.warps, kBlockN = kShape.block_n, kStages = kShape.stages;
   constexpr int kColSplit = kShape.col_split, kKeyWarps = key_warps(kD, kRowGroups);
@@ -898,6 +899,33 @@ __global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_
   ptx::grid_dependency_wait();
   merge_and_store<T, kD, kKeyWarps, kRows>(p, sm.merge.m, sm.merge.l, sm.merge.o, split, b, hk, row0);
   FLASHLAB_TL(4);
+}
+
+// A plain call: no softcap, no ALiBi, no fused append, no rotation of the queries (the rotary
+// fields serve only those two). decode.cu launches the tile kernel without their code for it.
+FLASHLAB_HD bool plain_call(const DecodeParams& p) {
+  return p.softcap == 0.0f && p.alibi_slopes == nullptr && !p.append_in_kernel && !p.q_rotate;
+}
+
+// kFeatures = false: the kernel for plain calls (plain_call), whose body sees those fields as
+// compile-time zeros and drops their code: the contiguous hdim-128 kernel's SASS 93 -> 38 KB, and
+// a 1k step 2.5 % faster (hdim 64: 5 %; H200, docs/perf.md, session 38). The code a CTA runs once
+// (the prologue, the merge) is fetched cold by every SM; jumped over, the features' code still
+// cost that much.
+template <typename T, int kD, bool kPaged, int kRowGroups, bool kFeatures>
+__global__ void __launch_bounds__(tile_shape(kD).warps * 32, tile_shape(kD).min_blocks)
+    decode_tile_kernel(const __grid_constant__ DecodeParams params) {
+  if constexpr (kFeatures) {
+    decode_tile_body<T, kD, kPaged, kRowGroups>(params);
+  } else {
+    DecodeParams p = params;
+    p.softcap = 0.0f;
+    p.alibi_slopes = nullptr;
+    p.append_in_kernel = false;
+    p.q_rotate = false;
+    p.rotary_dim = 0;
+    decode_tile_body<T, kD, kPaged, kRowGroups>(p);
+  }
 }
 
 }  // namespace decode
