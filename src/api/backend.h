@@ -49,8 +49,8 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 
 #if defined(FLASHLAB_WITH_CUDA_SM90)
 // The Hopper kernels (TMA, wgmma, warp specialization), src/cuda/sm90/ (api_sm90.cpp): sm_90
-// devices only. Dropout and sink tokens in the forward above head dim 192 are refused
-// (kUnsupported naming cuda_sm80), so kAuto serves them with cuda_sm80.
+// devices only. Dropout and sink tokens beside a left window in the forward above head dim 192 are
+// refused (kUnsupported naming cuda_sm80), so kAuto serves them with cuda_sm80.
 // sm90_forward_accepts / sm90_backward_accepts: the tensors' part (16-byte alignment, strides TMA
 // can describe); the dispatcher calls them before
 // choosing the row, so kAuto falls back to cuda_sm80 when they refuse.

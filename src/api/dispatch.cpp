@@ -107,11 +107,11 @@ Status sm90_supports_named(const AttentionConfig& c, bool backward, const char*)
 const Backend kBackends[] = {
 #if defined(FLASHLAB_WITH_CUDA_SM90)
     // The Hopper kernels: sm_90 devices; what they refuse (dropout; varlen without total_q /
-    // total_k; StreamingLLM sink tokens in the forward above head dim 192) kAuto serves with
-    // cuda_sm80, the next row.
+    // total_k; StreamingLLM sink tokens beside a left window in the forward above head dim 192)
+    // kAuto serves with cuda_sm80, the next row.
     {Impl::kCudaSm90, Device::kCUDA,
-     "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout and sink tokens in the forward at "
-     "head_dim > 192: cuda_sm80",
+     "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout and sink tokens beside a left window "
+     "in the forward at head_dim > 192: cuda_sm80",
      sm90_supports_named, sm90_forward, sm90_backward, nullptr, sm90_backward_workspace_size,
      /*experimental=*/false, sm90_forward_accepts, sm90_backward_accepts},
 #endif

@@ -59,8 +59,9 @@ struct ScoreArgs {
   bool bottom_right = true;   // CausalAlign::kBottomRight: shift = seqlen_k - seqlen_q
   // StreamingLLM sink tokens (flashlab/mask.h, sink_keys): the first sink_tokens keys stay visible
   // left of a row's window; 0 = off. cuda_sm80's and cuda_sm90's kernels read it (api_sm90.cpp
-  // refuses the forward's above head dim 192). 32 bits, in the padding after bottom_right: the
-  // struct keeps its size, so every other kernel's parameters keep their offsets (and its SASS).
+  // refuses the forward's beside a left window above head dim 192). 32 bits, in the padding after
+  // bottom_right: the struct keeps its size, so every other kernel's parameters keep their offsets
+  // (and its SASS).
   int32_t sink_tokens = 0;
   int64_t window_left = -1;   // keys visible left of the diagonal; -1 = unbounded
   int64_t window_right = -1;  // keys visible right of the diagonal; -1 = unbounded

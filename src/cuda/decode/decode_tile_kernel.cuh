@@ -404,6 +404,9 @@ __device__ __noinline__ void warm_rotation(Staged st, uint16_t* scratch, bool ke
   asm volatile("" ::"r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w));  // keep the call
 }
 
+// Scores without softcap or ALiBi: dot · scale (the body's interior tiles; plain_call below).
+FLASHLAB_HD bool plain_scores(const DecodeParams& p) { return p.softcap == 0.0f && p.alibi_slopes == nullptr; }
+
 // The kernel's body (decode_tile_kernel below is its __global__): p is the kernel's parameter, or
 // a copy with the features of a plain call made compile-time constants.
 template <typename T, int kD, bool kPaged, int kRowGroups>
@@ -503,7 +506,7 @@ __device__ __forceinline__ void decode_tile_body(const DecodeParams& p) {
   // Scores without softcap or ALiBi are dot · scale: inside [all_lo, all_hi] a tile takes them
   // without the per-key mask and score chain. Its padding rows (zero queries) then score 0 instead
   // of -inf; they are never stored (merge_and_store writes rows < p.rows only).
-  const bool plain = p.softcap == 0.0f && p.alibi_slopes == nullptr;
+  const bool plain = plain_scores(p);
   // warp = (row group, key part, column part), the column part fastest; this warp's 16 rows are its
   // row group's, and this thread's two rows of every C fragment g and g + 8 of them.
   const int col_part = warp % kColSplit, key_part = (warp / kColSplit) % kKeyWarps;
@@ -904,7 +907,7 @@ __device__ __forceinline__ void decode_tile_body(const DecodeParams& p) {
 // A plain call: no softcap, no ALiBi, no fused append, no rotation of the queries (the rotary
 // fields serve only those two). decode.cu launches the tile kernel without their code for it.
 FLASHLAB_HD bool plain_call(const DecodeParams& p) {
-  return p.softcap == 0.0f && p.alibi_slopes == nullptr && !p.append_in_kernel && !p.q_rotate;
+  return plain_scores(p) && !p.append_in_kernel && !p.q_rotate;
 }
 
 // kFeatures = false: the kernel for plain calls (plain_call), whose body sees those fields as

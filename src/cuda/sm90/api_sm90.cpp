@@ -3,7 +3,8 @@
 //
 // What it refuses, with kUnsupported so that kAuto takes the next row (cuda_sm80):
 //   dropout, non-sm_90 devices; variable-length batches (cu_seqlens) without total_q / total_k
-//   (the packed rows the TMA descriptors span); the forward's sink tokens above head dim 192.
+//   (the packed rows the TMA descriptors span); the forward's sink tokens beside a left window
+//   above head dim 192.
 //   The deterministic backward runs here (ordered dQ reductions, flash_bwd_kernel.h), with
 //   StreamingLLM sink tokens too.
 // What TMA cannot describe is caught too, before any descriptor is built (sm90_forward_accepts,

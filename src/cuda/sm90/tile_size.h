@@ -96,11 +96,9 @@ constexpr int kMaxSinkTokensHeadDim = 192;
 
 // Whether a tile (default, short or long) also has its kernel without softcap and ALiBi code
 // (fwd_launch.h launch_tile; common::ScoreVariant's kScoreMods): every tile but two, where that
-// kernel spilled (nvcc 13.0) — hdim 64's 192 x 128 (4 bytes, 160 registers a consumer thread)
-// and hdim 256's 128 x 80 (24 bytes).
-constexpr bool fwd_has_plain_kernel(int head_dim, FwdTileSize tile) {
-  return head_dim <= 192 && !(head_dim > 32 && head_dim <= 64 && tile.block_m == 192);
-}
+// kernel spilled (nvcc 13.0) — hdim 64's 192 x 128, the three-consumer-warpgroup tile (4 bytes,
+// 160 registers a consumer thread), and hdim 256's 128 x 80 (24 bytes).
+constexpr bool fwd_has_plain_kernel(int head_dim, FwdTileSize tile) { return head_dim <= 192 && tile.block_m != 192; }
 constexpr int kMaxConsumerZeroingHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
 }  // namespace sm90
