@@ -163,6 +163,20 @@ struct BwdTileScheduler {
     t.set_sequence(p, static_cast<int>(rest / gridDim.y));
     return t;
   }
+  // Key-major: grid (heads_q, batch, key blocks), so the CTAs launch key block 0 of every head and
+  // sequence first, then block 1, ... — get_tile_low_keys_first's order read straight from
+  // blockIdx (cuda_sm90's backward: values from blockIdx cost no registers to keep).
+  static dim3 grid_key_major(const Params& p, int block_n) {
+    const dim3 g = grid(p, block_n);
+    return dim3(g.y, g.z, g.x);
+  }
+  __device__ static WorkTile get_tile_key_major(const Params& p, int* n_block) {
+    WorkTile t;
+    *n_block = static_cast<int>(blockIdx.z);
+    t.head = static_cast<int>(blockIdx.x);
+    t.set_sequence(p, static_cast<int>(blockIdx.y));
+    return t;
+  }
   __device__ static WorkTile get_tile_descending(const Params& p, int* n_block) {
     WorkTile t = get_tile(p, n_block);
     *n_block = static_cast<int>(gridDim.x) - 1 - *n_block;

@@ -33,9 +33,25 @@
 namespace flashlab {
 namespace sm90 {
 
-template <typename Traits, bool kGeneral, bool kDeterministic = false, bool kVarlen = false>
+template <typename Traits, bool kGeneral, bool kDeterministic = false, bool kVarlen = false, bool kKeyMajor = false>
 using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Traits::kBlockM, Traits::kBlockN>,
-                                 kGeneral, kDeterministic, kVarlen>;
+                                 kGeneral, kDeterministic, kVarlen, kKeyMajor>;
+
+// StreamingLLM sink tokens beside a left window: a key block holding sink keys is seen by every
+// later query block, so its CTA runs longest, and the key-major kernel launches those CTAs first
+// (flash_bwd_kernel.h cta_tile). Only where the grid has few (head, sequence) pairs: the CTAs
+// running together then hold several neighbouring key blocks of each head, which share their
+// query blocks' Q and dO in L2; with many pairs they hold one block of each of many heads, and
+// the sharing is lost. H200 (132 SMs), window 512-1024 + 4 sink tokens, backward time against the
+// plain order (docs/perf.md, session 39): 16-32 pairs 0.65-0.77, 64 pairs 0.88-0.94, 128 pairs
+// 0.92 at hdim 64 but 1.07-1.08 at 128, 256 pairs 1.14. Key blocks go in gridDim.z: at most
+// 65535 of them (else the plain order).
+constexpr int64_t kKeyMajorMaxPairs = 64;
+inline bool key_major_order(const common::BwdArguments& a, int block_n) {
+  return sink_tokens_change_mask(a.score) && !a.deterministic &&
+         int64_t(a.seq.heads_q) * a.seq.batch <= kKeyMajorMaxPairs &&
+         (int64_t(a.seq.seqlen_k) + block_n - 1) / block_n <= 65535;  // gridDim.z
+}
 
 // Prepares and launches one kernel struct (no launch for an empty grid).
 template <typename Kernel>
@@ -63,13 +79,17 @@ Status run_bwd_with(const common::BwdArguments& args_in, cudaStream_t stream) {
   args.rows.row_stats_block = Traits::kBlockM;
   FLASHLAB_RETURN_IF_ERROR(
       common::bwd_prologue<Element>(args, Traits::kBlockM, Traits::kBucket, stream, kImplName));
-  // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not.
+  // Four kernels per score kind: deterministic or not, varlen (cu_seqlens) or not; the general
+  // kind two more, key-major (sink blocks first: key_major_order).
   const bool varlen = args.seq.cu_seqlens_q != nullptr;
   constexpr const char* kWhat = "backward kernel";
   Status main_kernel;
   if (args.deterministic)
     main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, true, true>>(args, stream, kWhat)
                          : launch_bwd_kernel<BwdKernel<Traits, kGeneral, true>>(args, stream, kWhat);
+  else if (kGeneral && key_major_order(args, Traits::kBlockN))
+    main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, true, kGeneral>>(args, stream, kWhat)
+                         : launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, false, kGeneral>>(args, stream, kWhat);
   else
     main_kernel = varlen ? launch_bwd_kernel<BwdKernel<Traits, kGeneral, false, true>>(args, stream, kWhat)
                          : launch_bwd_kernel<BwdKernel<Traits, kGeneral>>(args, stream, kWhat);

@@ -79,8 +79,10 @@ namespace sm90 {
 using namespace cute;
 
 // kGeneral: compiled for softcap / ALiBi / StreamingLLM sink tokens (Variant::general(params));
-// kDeterministic: the ordered dQ reductions above (BwdArguments::deterministic). bwd_launch.h picks.
-template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false, bool kVarlen = false>
+// kDeterministic: the ordered dQ reductions above (BwdArguments::deterministic); kKeyMajor: the
+// sink blocks' CTAs first (cta_tile). bwd_launch.h picks.
+template <typename Mainloop_, typename Variant_, bool kGeneral, bool kDeterministic = false, bool kVarlen = false,
+          bool kKeyMajor = false>
 struct FlashBwdKernel {
   using Mainloop = Mainloop_;
   using Variant = Variant_;
@@ -118,7 +120,10 @@ struct FlashBwdKernel {
   using SharedStorage = typename Mainloop::SharedStorage;
   static constexpr int kSharedStorageBytes = int(sizeof(SharedStorage));
 
-  static dim3 grid(const Params& params) { return TileScheduler::grid(params.scheduler, kBlockN); }
+  static dim3 grid(const Params& params) {
+    return kKeyMajor ? TileScheduler::grid_key_major(params.scheduler, kBlockN)
+                     : TileScheduler::grid(params.scheduler, kBlockN);
+  }
 
   __device__ void operator()(const Params& params, SharedStorage& smem) const {
     const int warp_idx = cutlass::canonical_warp_idx_sync();
@@ -160,13 +165,25 @@ struct FlashBwdKernel {
   // kernels; the deterministic ones rank such a block among a query block's adders by
   // common::dq_add_turn): a key block that may hold sink keys
   // is seen by every later query block (QueryBlockRange's sinks), and its scores take the full mask
-  // (the general kernel masks every block; p_and_ds_t's sink keys). Unlike cuda_sm80's backward,
-  // those longest CTAs are not launched first (get_tile_low_keys_first): in the dQ writer, which
-  // recomputes its tile on 24 registers, that order spilled at head dim 96, and so did a key-major
-  // grid's (heads, batch, key blocks).
+  // (the general kernel masks every block; p_and_ds_t's sink keys). kKeyMajor: those longest CTAs
+  // are launched first, as in cuda_sm80's backward: the grid is (heads, batch, key blocks)
+  // (get_tile_key_major), so key block 0 of every head and sequence starts in the first wave; in
+  // the plain order the last heads' sink CTAs start in the grid's last wave and stretch its tail.
+  // A kernel of its own (bwd_launch.h key_major_order picks it), its order read from blockIdx:
+  // computed (get_tile_low_keys_first's divisions), taken from shared memory, or chosen at run
+  // time between two orders, the tile's coordinates are values the kernel must keep in
+  // registers, and the head-dim-96 (and with shared memory -128) general kernels spilled 4-16
+  // bytes (sessions 35, 37 and 39). Not in the deterministic mode: a sink CTA adds to a query
+  // block's dQ after the higher key blocks (dq_add_turn), and launched first such CTAs could fill
+  // the GPU waiting for CTAs that cannot start.
+  static_assert(!kKeyMajor || (kGeneral && !kDeterministic), "sink blocks first: the general, unordered kernels");
   __device__ static common::WorkTile cta_tile(const Params& params, int* n_block) {
-    return kDeterministic ? TileScheduler::get_tile_descending(params.scheduler, n_block)
-                          : TileScheduler::get_tile(params.scheduler, n_block);
+    if constexpr (kDeterministic)
+      return TileScheduler::get_tile_descending(params.scheduler, n_block);
+    else if constexpr (kKeyMajor)
+      return TileScheduler::get_tile_key_major(params.scheduler, n_block);
+    else
+      return TileScheduler::get_tile(params.scheduler, n_block);
   }
   __device__ static common::QueryBlockRange<kBlockM, kBlockN> cta_range(const Params& params, const common::WorkTile& tile,
                                                                         int n_block) {
