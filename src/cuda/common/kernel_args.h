@@ -185,6 +185,10 @@ BwdArguments make_bwd_arguments(const BwdParams& p, char* workspace);
 int64_t bwd_workspace_bytes(const BwdParams& p);
 Status check_bwd_lse_and_workspace(const BwdParams& p, const char* impl);
 
+// gridDim.y and gridDim.z stop at 65535: supports.h caps heads_q and batch there, and
+// cuda_sm90's key-major backward grid (bwd_launch.h) its key blocks.
+constexpr int64_t kMaxGridYZ = 65535;
+
 // Head dims are compiled in buckets; a head_dim that is a multiple of 8 runs in the next bucket up
 // (the unused columns are zero-filled on load and not stored).
 constexpr int kHeadDimBuckets[] = {32, 64, 96, 128, 192, 256};

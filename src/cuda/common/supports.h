@@ -16,7 +16,6 @@ namespace flashlab {
 namespace common {
 
 constexpr int64_t kMaxSeqlen = int64_t(1) << 30;  // positions are int in the kernels (i + shift - j must fit)
-constexpr int64_t kMaxGridYZ = 65535;             // heads_q -> gridDim.y, batch -> gridDim.z
 
 inline Status check_device_and_dtype(const AttentionConfig& c, const char* impl) {
   if (c.device != Device::kCUDA)

@@ -45,12 +45,12 @@ using BwdKernel = FlashBwdKernel<MainloopBwd<Traits>, common::ScoreVariant<Trait
 // the sharing is lost. H200 (132 SMs), window 512-1024 + 4 sink tokens, backward time against the
 // plain order (docs/perf.md, session 39): 16-32 pairs 0.65-0.77, 64 pairs 0.88-0.94, 128 pairs
 // 0.92 at hdim 64 but 1.07-1.08 at 128, 256 pairs 1.14. Key blocks go in gridDim.z: at most
-// 65535 of them (else the plain order).
+// kMaxGridYZ of them (else the plain order).
 constexpr int64_t kKeyMajorMaxPairs = 64;
 inline bool key_major_order(const common::BwdArguments& a, int block_n) {
   return sink_tokens_change_mask(a.score) && !a.deterministic &&
          int64_t(a.seq.heads_q) * a.seq.batch <= kKeyMajorMaxPairs &&
-         (int64_t(a.seq.seqlen_k) + block_n - 1) / block_n <= 65535;  // gridDim.z
+         (int64_t(a.seq.seqlen_k) + block_n - 1) / block_n <= common::kMaxGridYZ;  // gridDim.z
 }
 
 // Prepares and launches one kernel struct (no launch for an empty grid).
