@@ -49,6 +49,7 @@
 
 #include "api/backend.h"
 #include "cuda/common/kernel_args.h"  // head_dim_bucket
+#include "cuda/sm90/tile_size.h"        // fwd_persistent (host-only constexpr rules)
 #include "cuda_test_util.h"
 #include "flashlab/flashlab.h"
 #include "testing/problem.h"
@@ -270,6 +271,51 @@ void expect_sm90_unsupported(const AttentionConfig& c, bool backward, const std:
   const Status st = flashlab::detail::sm90_supports(c, backward);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
   EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+// cuda_sm90's launch rule, persistent CTAs or one tile per CTA (tile_size.h fwd_persistent; no GPU
+// needed): the shapes measured both ways on the H200 in session 40 (docs/perf.md) get the faster
+// mode, except hdim 192 at 1.5k (14 key blocks: persistent, 1.04 of one tile per CTA; kept by the
+// key-block rule, which hdim 256 at 1,152 keys needs: 0.963).
+TEST(CudaForward, Sm90PersistentRule) {
+  using flashlab::sm90::fwd_persistent;
+  constexpr int kSms = 132;
+  struct Case {
+    int64_t batch, heads, seqlen;
+    int head_dim, block_m, block_n;
+    bool persistent;  // the faster mode measured (or the rule's, where noted above)
+  };
+  const Case causal[] = {
+      {16, 16, 1024, 128, 128, 128, true},   // 0.868
+      {8, 16, 2048, 128, 128, 128, true},    // 0.946
+      {4, 16, 4096, 128, 128, 128, false},   // 1.059
+      {2, 16, 8192, 128, 128, 176, false},   // 1.142
+      {16, 32, 1024, 64, 128, 128, true},    // 0.833
+      {6, 32, 3072, 64, 192, 128, true},     // 0.974: 24 key blocks, 16 waves of tiles
+      {2, 32, 4096, 64, 192, 128, false},    // 1.260: 11 waves
+      {4, 32, 4096, 64, 192, 128, true},     // 0.936: 21 waves
+      {8, 32, 4096, 64, 192, 128, true},     // 0.950
+      {2, 32, 8192, 64, 192, 128, false},    // 1.024
+      {4, 64, 4096, 32, 128, 128, true},     // 0.945
+      {2, 64, 8192, 32, 128, 128, true},     // 0.995 (a tie)
+      {16, 8, 1024, 192, 128, 112, true},    // 0.930
+      {12, 16, 1536, 192, 128, 112, true},   // 1.042 (see above)
+      {4, 8, 4096, 192, 128, 112, false},    // 1.077
+      {16, 8, 1152, 256, 128, 80, true},     // 0.963
+      {8, 8, 2048, 256, 128, 80, false},     // 1.049
+      {8, 16, 2560, 96, 128, 128, true},     // 0.958
+      {4, 16, 4096, 96, 128, 128, false},    // 1.055
+  };
+  for (const Case& k : causal) {
+    const int64_t key_blocks = (k.seqlen + k.block_n - 1) / k.block_n;
+    const int64_t tiles = (k.seqlen + k.block_m - 1) / k.block_m * k.heads * k.batch;
+    EXPECT_EQ(fwd_persistent(false, true, k.seqlen, key_blocks, tiles, k.head_dim, kSms), k.persistent)
+        << "causal b" << k.batch << " h" << k.heads << " s" << k.seqlen << " d" << k.head_dim;
+    // A sliding window (or varlen) keeps the key-block rule alone.
+    EXPECT_EQ(fwd_persistent(false, false, k.seqlen, key_blocks, tiles, k.head_dim, kSms), key_blocks <= 16);
+    // Tiles of equal work (no mask, fixed lengths): always persistent.
+    EXPECT_TRUE(fwd_persistent(true, true, k.seqlen, key_blocks, tiles, k.head_dim, kSms));
+  }
 }
 
 TEST(CudaForward, Sm90Errors) {

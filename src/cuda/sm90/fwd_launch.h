@@ -38,28 +38,25 @@ using FwdKernel =
                    common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks, kScoreMods>, StagesT>;
 
 // The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
-// (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX). Persistent CTAs hide a
-// tile's prologue and epilogue (the Q load's latency, O's stores) behind the neighbouring tiles'
-// products, which pays most where a tile has few key blocks to amortize them over: short key
-// sequences. Long ones get persistent CTAs too where every tile visits the same key blocks (no
-// causal mask, no window, fixed lengths): static waves are then as balanced as the hardware's
-// hand-out (H200, session 31: hdim 128 4k +2.8 %, 8k +0.5 %, hdim 64 16k +2 %; docs/perf.md).
-// Other long calls keep one CTA per tile, where the hardware hands the next CTA to whichever SM
-// frees first (causal tiles differ in length: persistent waves were 12 % slower at hdim 128 8k
-// causal).
+// (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX): tile_size.h
+// fwd_persistent has the rule and its measurements.
 // FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
 // several tiles per CTA on small shapes with it). Read at each launch (getenv: well under a
 // microsecond, beside a launch's several).
-inline int fwd_max_ctas(const common::FwdArguments& args, int block_n, int sm_count) {
+inline int fwd_max_ctas(const common::FwdArguments& args, int block_m, int block_n, int head_dim, int sm_count) {
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
   if (forced != nullptr && *forced != '\0') {
     const long long n = std::strtoll(forced, nullptr, 10);
     if (n > 0) return n < INT32_MAX ? static_cast<int>(n) : INT32_MAX;
   }
-  constexpr int kMaxKeyBlocks = 16;  // 2048 keys at block_n 128
-  const bool uniform_tiles = args.seq.cu_seqlens_q == nullptr && args.seq.cu_seqlens_k == nullptr &&
-                             args.score.window_left < 0 && args.score.window_right < 0;
-  return uniform_tiles || (args.seq.seqlen_k + block_n - 1) / block_n <= kMaxKeyBlocks ? sm_count : INT32_MAX;
+  const common::SeqArgs& q = args.seq;
+  const bool fixed = q.cu_seqlens_q == nullptr && q.cu_seqlens_k == nullptr;
+  const bool no_left = args.score.window_left < 0;
+  const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
+  const int64_t tiles = (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch;
+  const bool persistent = fwd_persistent(fixed && no_left && args.score.window_right < 0, fixed && no_left,
+                                         q.seqlen_k, key_blocks, tiles, head_dim, sm_count);
+  return persistent ? sm_count : INT32_MAX;
 }
 
 template <typename Kernel>
@@ -74,7 +71,7 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
   FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
-  const dim3 grid = Kernel::grid(params, fwd_max_ctas(args, Kernel::kBlockN, facts->sm_count));
+  const dim3 grid = Kernel::grid(params, fwd_max_ctas(args, Kernel::kBlockM, Kernel::kBlockN, Kernel::kHeadDim, facts->sm_count));
   FLASHLAB_RETURN_IF_ERROR(
       common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, "forward", Kernel::kHeadDim));
   device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);

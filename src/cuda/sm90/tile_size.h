@@ -28,6 +28,8 @@
 // inline); with both inlined it compiles clean (flash_fwd_kernel.h kInlineConsumer).
 #pragma once
 
+#include <cstdint>
+
 namespace flashlab {
 namespace sm90 {
 
@@ -100,6 +102,29 @@ constexpr int kMaxSinkTokensHeadDim = 192;
 // 160 registers a consumer thread), and hdim 256's 128 x 80 (24 bytes).
 constexpr bool fwd_has_plain_kernel(int head_dim, FwdTileSize tile) { return head_dim <= 192 && tile.block_m != 192; }
 constexpr int kMaxConsumerZeroingHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
+
+// Persistent CTAs (one per SM, static waves: common::wave_tile) or one CTA per tile, the rule of
+// fwd_launch.h fwd_max_ctas. Persistent CTAs hide a tile's prologue and epilogue (the Q load's
+// latency, O's stores) behind the neighbouring tiles' products; one CTA per tile lets the hardware
+// hand the next tile to whichever SM frees first, which balances tiles of unequal length (causal)
+// better than static waves. Persistent where
+//   - every tile has the same work (same_work: no causal mask, no window, fixed lengths): static
+//     waves are then as balanced (H200, session 31: hdim 128 4k +2.8 %, 8k +0.5 %, hdim 64 16k +2 %);
+//   - a tile visits at most 16 key blocks (short key sequences: the prologue and epilogue dominate);
+//   - a causal call without a window and of fixed lengths (causal_fixed) with short tiles,
+//     seqlen_k · head_dim <= 2^18, and at least 16 waves of tiles, enough to balance them.
+// H200, session 40, causal calls forced both ways (docs/perf.md): the third case 0.936-0.981 of one
+// tile per CTA (hdim 64 3k / 4k, hdim 32 4k, hdim 96 2.5k), a tie at hdim 32 8k; outside every case
+// persistent lost 1.02-1.51 (hdim 64 4k with 11 waves of tiles: 1.26; every head dim at 8k-16k).
+constexpr int kPersistentMaxKeyBlocks = 16;                  // 2048 keys at block_n 128
+constexpr int64_t kPersistentCausalWork = int64_t(1) << 18;  // seqlen_k x head_dim: 2048 x 128
+constexpr int kPersistentCausalWaves = 16;
+constexpr bool fwd_persistent(bool same_work, bool causal_fixed, int64_t seqlen_k, int64_t key_blocks, int64_t tiles,
+                              int head_dim, int sm_count) {
+  return same_work || key_blocks <= kPersistentMaxKeyBlocks ||
+         (causal_fixed && seqlen_k * head_dim <= kPersistentCausalWork &&
+          tiles >= int64_t(kPersistentCausalWaves) * sm_count);
+}
 
 }  // namespace sm90
 }  // namespace flashlab
