@@ -12,6 +12,7 @@
 
 namespace {
 
+using flashlab::common::grouped_tile_coords;
 using flashlab::common::wave_tile;
 using flashlab::common::wave_tile_coords;
 
@@ -76,6 +77,48 @@ TEST(PersistentWaves, CausalTilesBalance) {
   int64_t plain = 0;
   for (int k = 0; k < 16; ++k) plain += wave_tile_coords(k * 132, 4).m_block + 1;
   EXPECT_EQ(plain, 16 * 4);
+}
+
+// The dynamic scheduler's order: every (pair, query block) exactly once; inside a group of `group`
+// pairs the query blocks go last first, each over all of the group's pairs; the groups in turn,
+// the last one holding the rest; group 1 is the static order.
+TEST(PersistentWaves, GroupedOrderEveryTileOnceLongestFirst) {
+  for (int m_blocks : {1, 2, 5, 8})
+    for (int pairs : {1, 3, 7, 16, 33})
+      for (int group : {1, 2, 4, 7, 16, 33}) {
+        if (group > pairs) continue;
+        const int tiles = m_blocks * pairs;
+        std::vector<int> seen(static_cast<size_t>(tiles), 0);
+        for (int t = 0; t < tiles; ++t) {
+          const auto c = grouped_tile_coords(t, m_blocks, group, pairs);
+          ASSERT_GE(c.bh, 0);
+          ASSERT_LT(c.bh, pairs);
+          ASSERT_GE(c.m_block, 0);
+          ASSERT_LT(c.m_block, m_blocks);
+          ++seen[static_cast<size_t>(c.bh * m_blocks + c.m_block)];
+          // The pair's group, and inside it query blocks never increase from tile to tile.
+          const int g = t / (group * m_blocks);
+          ASSERT_EQ(c.bh / group, g) << "tile " << t << " (group " << group << ", " << pairs << " pairs)";
+          if (t > 0 && (t - 1) / (group * m_blocks) == g) {
+            ASSERT_LE(c.m_block, grouped_tile_coords(t - 1, m_blocks, group, pairs).m_block) << "tile " << t;
+          }
+          if (group == 1) {
+            ASSERT_EQ(c.bh, wave_tile_coords(t, m_blocks).bh);
+            ASSERT_EQ(c.m_block, wave_tile_coords(t, m_blocks).m_block);
+          }
+        }
+        for (int i = 0; i < tiles; ++i)
+          ASSERT_EQ(seen[static_cast<size_t>(i)], 1) << "tile " << i << ": " << m_blocks << " blocks, " << pairs
+                                                      << " pairs, group " << group;
+      }
+  // 3 query blocks, 5 pairs in groups of 2: pairs {0, 1} blocks 2, 2, 1, 1, 0, 0; then {2, 3};
+  // then pair 4 alone.
+  const auto c7 = grouped_tile_coords(7, 3, 2, 5);  // group 1's second tile: pair 3, block 2
+  EXPECT_EQ(c7.bh, 3);
+  EXPECT_EQ(c7.m_block, 2);
+  const auto c13 = grouped_tile_coords(13, 3, 2, 5);  // the last group's second tile
+  EXPECT_EQ(c13.bh, 4);
+  EXPECT_EQ(c13.m_block, 1);
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ Status sm80_backward_workspace_size(const BwdParams& p, int64_t* bytes);
 Status sm90_supports(const AttentionConfig& c, bool backward);
 Status sm90_forward_accepts(const FwdParams& p);
 Status sm90_forward(const FwdParams& p);
+Status sm90_forward_workspace_size(const FwdParams& p, int64_t* bytes);
 Status sm90_backward_accepts(const BwdParams& p);
 Status sm90_backward(const BwdParams& p);
 Status sm90_backward_workspace_size(const BwdParams& p, int64_t* bytes);

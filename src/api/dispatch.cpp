@@ -112,7 +112,7 @@ const Backend kBackends[] = {
     {Impl::kCudaSm90, Device::kCUDA,
      "Hopper kernels for sm_90 (TMA, wgmma, warp-specialized); dropout and sink tokens beside a left window "
      "in the forward at head_dim > 192: cuda_sm80",
-     sm90_supports_named, sm90_forward, sm90_backward, nullptr, sm90_backward_workspace_size,
+     sm90_supports_named, sm90_forward, sm90_backward, sm90_forward_workspace_size, sm90_backward_workspace_size,
      /*experimental=*/false, sm90_forward_accepts, sm90_backward_accepts},
 #endif
 #if defined(FLASHLAB_WITH_CUDA_SM80)

@@ -273,6 +273,56 @@ void expect_sm90_unsupported(const AttentionConfig& c, bool backward, const std:
   EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
 }
 
+// cuda_sm90's dynamic tile scheduler (tile_size.h fwd_dynamic, fwd_l2_group; no GPU needed): the
+// calls whose tiles differ in work, of fixed lengths and without a left window, ask for the
+// counter's workspace; the others ask for none. The L2 groups hold 32 MiB of K and V.
+TEST(CudaForward, Sm90DynamicRule) {
+  using flashlab::sm90::fwd_dynamic;
+  using flashlab::sm90::fwd_work_shape;
+  auto workspace = [](const FwdParams& p) {
+    int64_t bytes = -1;
+    EXPECT_TRUE(flashlab::detail::sm90_forward_workspace_size(p, &bytes).ok());
+    return bytes;
+  };
+  FwdParams p;
+  p.batch = 4;
+  p.heads_q = p.heads_kv = 16;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.head_dim = 128;
+  EXPECT_EQ(workspace(p), 0);  // no mask: every tile the same work (static waves)
+  p.causal = true;
+  EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+  p.causal_align = flashlab::CausalAlign::kTopLeft;
+  EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+  p.window_left = 256;  // a sliding window: static
+  EXPECT_EQ(workspace(p), 0);
+  p.window_left = -1;
+  p.sink_tokens = 4;  // without a left window sink tokens change no mask
+  EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+  p.causal = false;
+  p.window_right = 64;  // a right window alone: tiles differ
+  EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+
+  flashlab::common::FwdArguments a;
+  a.seq.batch = 16;
+  a.seq.heads_q = 16;
+  a.seq.seqlen_q = a.seq.seqlen_k = 1024;
+  a.score.window_right = 0;
+  EXPECT_TRUE(fwd_dynamic(fwd_work_shape(a)));
+  EXPECT_EQ(flashlab::sm90::fwd_l2_group(a, 128, 2), 64);  // 512 KiB of K and V a pair
+  a.seq.batch = 1;
+  a.seq.seqlen_q = a.seq.seqlen_k = 16384;
+  EXPECT_EQ(flashlab::sm90::fwd_l2_group(a, 128, 2), 4);
+  a.in.kv_group = 4;  // GQA 4:1: four query heads read one K and V
+  EXPECT_EQ(flashlab::sm90::fwd_l2_group(a, 128, 2), 16);  // every pair (16)
+  a.seq.seqlen_q = a.seq.seqlen_k = 1 << 22;
+  a.in.kv_group = 1;
+  EXPECT_EQ(flashlab::sm90::fwd_l2_group(a, 256, 2), 1);  // 4 GiB a pair: groups of one
+  int32_t cu[2] = {0, 8};
+  a.seq.cu_seqlens_q = a.seq.cu_seqlens_k = cu;  // varlen: static
+  EXPECT_FALSE(fwd_dynamic(fwd_work_shape(a)));
+}
+
 // cuda_sm90's launch rule, persistent CTAs or one tile per CTA (tile_size.h fwd_persistent; no GPU
 // needed): the shapes measured both ways on the H200 in session 40 (docs/perf.md) get the faster
 // mode, except hdim 192 at 1.5k (14 key blocks: persistent, 1.04 of one tile per CTA; kept by the
@@ -398,6 +448,7 @@ TEST(CudaForward, Sm90Errors) {
 
 #if defined(FLASHLAB_WITH_CUDA)
 
+using flashlab::testing::DeviceBuffer;
 using flashlab::testing::DeviceProblem;
 
 #define SKIP_WITHOUT_GPU() \
@@ -408,11 +459,23 @@ using flashlab::testing::DeviceProblem;
 class CudaForwardImpl : public ::testing::TestWithParam<Impl> {};
 
 // `impl`'s forward on the problem mirrored in `dev` (same strides, padding included): poisons the
-// outputs, runs, copies them back into the host problem's out / lse.
-Status run_forward(DeviceProblem& dev, Impl impl, float softmax_scale, void* stream = nullptr) {
+// outputs, runs, copies them back into the host problem's out / lse. With `workspace`, the
+// forward workspace forward_workspace_size() asks for, poisoned (cuda_sm90's causal calls: the
+// dynamic tile scheduler's counter, which the launch must zero); without, none (the static
+// schedule).
+Status run_forward(DeviceProblem& dev, Impl impl, float softmax_scale, void* stream = nullptr, bool workspace = true) {
   FLASHLAB_RETURN_IF_ERROR(dev.poison_forward_outputs());
   FwdParams p = dev.fwd_params(impl, stream);
   p.softmax_scale = softmax_scale;
+  DeviceBuffer ws;
+  if (workspace) {
+    int64_t bytes = 0;
+    FLASHLAB_RETURN_IF_ERROR(flashlab::forward_workspace_size(p, &bytes));
+    FLASHLAB_RETURN_IF_ERROR(ws.allocate(static_cast<size_t>(bytes), "forward workspace"));
+    FLASHLAB_RETURN_IF_ERROR(ws.poison());
+    p.workspace = ws.get();
+    p.workspace_bytes = bytes;
+  }
   const Status st = flashlab::attention_forward(p);
   if (!st.ok()) return st;
   const cudaError_t e = cudaDeviceSynchronize();
@@ -475,9 +538,13 @@ TEST_P(CudaForwardImpl, Sweep) {
     DeviceProblem dev;
     const Status up = dev.init(&pb);
     ASSERT_TRUE(up.ok()) << up.to_string();
-    const Status st = run_forward(dev, GetParam(), c.scale);
+    // One draw in four without a forward workspace: cuda_sm90's causal calls then run the static
+    // schedule, the others its dynamic one.
+    const bool workspace = drawn % 4 != 3;
+    const Status st = run_forward(dev, GetParam(), c.scale, nullptr, workspace);
     const std::string what = "case " + std::to_string(drawn) + ": " + pb.spec.describe() +
-                             (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale));
+                             (std::isnan(c.scale) ? "" : " scale " + std::to_string(c.scale)) +
+                             (workspace ? "" : " (no workspace)");
     if (not_built(st)) {
       ++skipped;
       continue;
@@ -609,6 +676,105 @@ TEST_P(CudaForwardImpl, Determinism) {
   ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_TRUE(out1 == pb.out.bytes) << "out differs between two identical calls";
   EXPECT_EQ(std::memcmp(lse1.data(), pb.lse.data(), lse1.size() * sizeof(float)), 0);
+}
+
+// cuda_sm90's dynamic tile scheduler (fwd_launch.h): a tile computes the same bits whichever CTA
+// takes it and when, so the counter's order must reproduce the static waves' output exactly, and
+// both must match the reference. Forced both ways (FLASHLAB_SM90_FWD_DYNAMIC=1 / 0) with 3 CTAs
+// (FLASHLAB_SM90_FWD_CTAS), so that each CTA takes many tiles: causal both alignments,
+// seqlen_q != seqlen_k both ways, GQA, head dims 64 and 128, and a right window alone. For other
+// impls the knobs change nothing and the test checks the same. Then: a workspace below
+// forward_workspace_size() is refused (kInvalidArgument) with nothing written.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST_P(CudaForwardImpl, DynamicSchedulerMatchesStatic) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv ctas("FLASHLAB_SM90_FWD_CTAS", "3");
+  struct Case {
+    int64_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+    bool causal, top_left;
+    int64_t window_right;
+  };
+  const Case cases[] = {{2, 4, 2, 1023, 1023, 128, true, false, -1}, {3, 4, 1, 113, 700, 64, true, false, -1},
+                        {2, 2, 2, 700, 113, 128, true, true, -1},    {1, 8, 8, 1, 515, 64, true, false, -1},
+                        {2, 4, 4, 515, 515, 96, false, false, 40}};
+  int ran = 0;
+  for (const Case& c : cases) {
+    ProblemSpec s;
+    s.batch = c.batch;
+    s.heads_q = c.heads_q;
+    s.heads_kv = c.heads_kv;
+    s.seqlen_q = c.seqlen_q;
+    s.seqlen_k = c.seqlen_k;
+    s.head_dim = c.head_dim;
+    s.causal = c.causal;
+    s.causal_align = c.top_left ? CausalAlign::kTopLeft : CausalAlign::kBottomRight;
+    s.window_right = c.window_right;
+    s.data_seed = 4100 + static_cast<uint64_t>(ran);
+    Problem pb(s);
+    DeviceProblem dev;
+    const Status up = dev.init(&pb);
+    ASSERT_TRUE(up.ok()) << up.to_string();
+    Status st;
+    {
+      ScopedEnv dyn("FLASHLAB_SM90_FWD_DYNAMIC", "0");
+      st = run_forward(dev, GetParam(), NAN);
+    }
+    if (not_built(st)) continue;
+    ASSERT_TRUE(st.ok()) << pb.spec.describe() << ": " << st.to_string();
+    const std::vector<unsigned char> out_static = pb.out.bytes;
+    const std::vector<float> lse_static = pb.lse;
+    {
+      ScopedEnv dyn("FLASHLAB_SM90_FWD_DYNAMIC", "1");
+      st = run_forward(dev, GetParam(), NAN);
+    }
+    ASSERT_TRUE(st.ok()) << pb.spec.describe() << ": " << st.to_string();
+    ++ran;
+    EXPECT_TRUE(out_static == pb.out.bytes) << pb.spec.describe() << ": the dynamic order changed out";
+    EXPECT_EQ(std::memcmp(lse_static.data(), pb.lse.data(), lse_static.size() * sizeof(float)), 0)
+        << pb.spec.describe();
+    EXPECT_EQ(check_forward(pb.out, pb.lse, exact_forward(pb, NAN), pb.spec.dtype, lse_count(pb)), "")
+        << pb.spec.describe();
+    EXPECT_EQ(written_padding(pb.out), 0) << pb.spec.describe();
+
+    // A workspace smaller than asked for: refused before anything runs.
+    FwdParams p = dev.fwd_params(GetParam(), nullptr);
+    int64_t need = 0;
+    ASSERT_TRUE(flashlab::forward_workspace_size(p, &need).ok());
+    if (need > 0) {
+      ASSERT_TRUE(dev.poison_forward_outputs().ok());
+      DeviceBuffer small;
+      ASSERT_TRUE(small.allocate(static_cast<size_t>(need), "workspace").ok());
+      p.workspace = small.get();
+      p.workspace_bytes = need - 1;
+      st = flashlab::attention_forward(p);
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+      EXPECT_NE(st.message().find("workspace"), std::string::npos) << st.message();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_TRUE(dev.download_forward_outputs().ok());
+      for (unsigned char b : pb.out.bytes) ASSERT_EQ(b, 0xFF) << "out written by a refused call";
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no head dim of 64, 96, 128 built";
 }
 
 INSTANTIATE_TEST_SUITE_P(Impls, CudaForwardImpl, ::testing::ValuesIn(production_cuda_impls()),

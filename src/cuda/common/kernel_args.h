@@ -95,6 +95,9 @@ struct FwdArguments {
   DropoutArgs dropout;
   FwdOutputArgs out;
   bool dropout_enabled = false;  // selects the kernel instantiation (static_switch.h)
+  // cuda_sm90: the dynamic tile scheduler's counter, in the caller's forward workspace (null: no
+  // workspace; static scheduling). The launch zeroes it (sm90/fwd_launch.h).
+  int* tile_counter = nullptr;
 };
 
 // ---- Backward. The sequence, score and dropout pieces are the forward's: the backward

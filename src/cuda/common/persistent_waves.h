@@ -1,6 +1,7 @@
-// src/cuda/common/persistent_waves.h — the Hopper forward's tile order and its persistent CTAs'
+// src/cuda/common/persistent_waves.h — the Hopper forward's tile orders and its persistent CTAs'
 // wave rule (common::PersistentFwdTileScheduler), host and device: tests/test_persistent_waves.cpp
-// checks them on the CPU (every tile once, one per CTA per wave, causal tiles balanced).
+// checks them on the CPU (every tile once, one per CTA per wave, causal tiles balanced, the
+// dynamic order longest first within its L2 groups).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,23 @@ struct WaveTileCoords {
 FLASHLAB_HD WaveTileCoords wave_tile_coords(int t, int m_blocks) {
   const int bh = t / m_blocks;
   return {bh, m_blocks - 1 - (t - bh * m_blocks)};
+}
+
+// The dynamic scheduler's order (CTAs take the next tile from a counter: fwd_launch.h). The
+// (head, sequence) pairs go in groups of `group` whose K and V fit in L2 together; inside a group
+// the tiles go longest first: the last query block of each of its pairs, then the next-to-last,
+// and so on; the groups follow one another. Longest first is what lets the counter balance causal
+// tiles (the last tiles handed out are the shortest); the groups keep the tiles that run together
+// on a few heads' K and V, as wave_tile_coords' order does. The last group holds the remaining
+// bh_count mod group pairs (or group). group = 1 is wave_tile_coords' order.
+FLASHLAB_HD WaveTileCoords grouped_tile_coords(int t, int m_blocks, int group, int bh_count) {
+  const int per_group = group * m_blocks;  // <= the tile count (group <= bh_count): an int
+  const int g = t / per_group;
+  const int first = g * group;
+  const int size = bh_count - first < group ? bh_count - first : group;
+  const int r = t - g * per_group;
+  const int m_rev = r / size;
+  return {first + (r - m_rev * size), m_blocks - 1 - m_rev};
 }
 
 }  // namespace common

@@ -83,21 +83,34 @@ struct FwdTileScheduler {
 };
 
 // The Hopper forward's scheduler (sm90/flash_fwd_kernel.h): a 1-D grid of G CTAs, each running
-// tiles in waves. Tile t = (m_block, head, batch) with m_block the fastest index, last query block
-// first: consecutive tiles share a head's K and V (in L2 while they run together), and a causal
-// head's longest tile starts first. In wave k the CTA with blockIdx.x = c takes tile
+// tiles in turn. Tile t = (m_block, head, batch). Two ways of handing tiles to CTAs:
+//
+// Static waves (counter null). Tiles are numbered with m_block the fastest index, last query
+// block first: consecutive tiles share a head's K and V (in L2 while they run together), and a
+// causal head's longest tile starts first. In wave k the CTA with blockIdx.x = c takes tile
 //   t = k * G + (c + k) mod G        (one tile per CTA per wave; none past `tiles`)
 // G = tiles: one tile per CTA (k = 0 only: t = blockIdx.x), the classic grid. G = the SM count:
 // persistent CTAs, whose producer loads the next tile's K, V and Q while the consumers finish the
 // current one. The rotation by k matters under a causal mask: with G a multiple of the query
 // blocks per head (132 SMs, 4 blocks at seqlen 512) a plain k * G + c would hand a CTA the same
 // query block, so the same amount of work, in every wave; rotated, each CTA cycles through them.
-// The two formulas live in persistent_waves.h (tests/test_persistent_waves.cpp checks them).
+//
+// Dynamic (counter set: a zeroed int in the caller's forward workspace; fwd_launch.h). CTA c
+// starts with tile c; each later tile is G + atomicAdd(counter, 1), taken by the CTA's producer
+// while it loads the current one (none once >= tiles), so a CTA takes the next tile when it is
+// free: unequal (causal) tiles balance as under one tile per CTA, with the prologue and epilogue
+// hidden as under persistent CTAs. Tiles then go in grouped_tile_coords' order, longest first
+// within groups of `group` (head, sequence) pairs.
+//
+// The formulas live in persistent_waves.h (tests/test_persistent_waves.cpp checks them).
 struct PersistentFwdTileScheduler {
   struct Params {
     SeqArgs seq;
-    int m_blocks = 0;  // query blocks per (sequence, head)
-    int tiles = 0;     // m_blocks x heads_q x batch
+    int m_blocks = 0;         // query blocks per (sequence, head)
+    int tiles = 0;            // m_blocks x bh_count
+    int bh_count = 0;         // (head, sequence) pairs: heads_q x batch
+    int* counter = nullptr;   // dynamic: the tile counter (zero at the launch); null: static waves
+    int group = 1;            // dynamic: (head, sequence) pairs per L2 group (grouped_tile_coords)
   };
   using Arguments = SeqArgs;
   static Params to_params(const Arguments& a, int block_m) {
@@ -106,20 +119,31 @@ struct PersistentFwdTileScheduler {
     p.m_blocks = (a.seqlen_q + block_m - 1) / block_m;
     // int: 2^31 tiles of >= 64 rows would be > 2^37 query rows of one head dim >= 8 (petabytes).
     p.tiles = static_cast<int>(int64_t(p.m_blocks) * a.heads_q * a.batch);
+    p.bh_count = static_cast<int>(int64_t(a.heads_q) * a.batch);
     return p;
   }
   // max_ctas >= tiles: one tile per CTA; else max_ctas persistent CTAs.
   static dim3 grid(const Params& p, int max_ctas) {
     return dim3(static_cast<unsigned>(p.tiles < max_ctas ? p.tiles : max_ctas), 1, 1);
   }
-  // This CTA's tile of wave k, or -1: no tile in wave k or after it.
+  // Static waves: this CTA's tile of wave k, or -1: no tile in wave k or after it. Wave 0's is
+  // blockIdx.x, also the dynamic scheduler's first tile.
   __device__ static int tile_index(const Params& p, int k) {
     const int64_t t = wave_tile(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
     return t < p.tiles ? static_cast<int>(t) : -1;
   }
+  // Dynamic: the next tile's index, unchecked (>= tiles: none; none_if_past).
+  __device__ static int fetch_next(const Params& p) {
+    return static_cast<int>(gridDim.x) + atomicAdd(p.counter, 1);
+  }
+  __device__ static int none_if_past(const Params& p, int t) { return t < p.tiles ? t : -1; }
+  // Tile t in the static order, or (kGrouped: a kernel that can count its tiles) in the order the
+  // launch chose, grouped when p.group > 1.
+  template <bool kGrouped = false>
   __device__ static WorkTile tile(const Params& p, int t) {
     WorkTile w;
-    const WaveTileCoords c = wave_tile_coords(t, p.m_blocks);
+    const WaveTileCoords c = kGrouped && p.group > 1 ? grouped_tile_coords(t, p.m_blocks, p.group, p.bh_count)
+                                                     : wave_tile_coords(t, p.m_blocks);
     w.m_block = c.m_block;
     w.head = c.bh % p.seq.heads_q;
     w.set_sequence(p.seq, c.bh / p.seq.heads_q);

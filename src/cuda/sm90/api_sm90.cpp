@@ -22,7 +22,7 @@
 #include "cuda/common/kernel_args.h"
 #include "cuda/common/launch.h"
 #include "cuda/common/supports.h"
-#include "cuda/sm90/tile_size.h"  // kMaxSinkTokensHeadDim
+#include "cuda/sm90/tile_size.h"  // kMaxSinkTokensHeadDim, the forward's scheduling rules
 #include "flashlab/mask.h"  // sink_tokens_change_mask
 
 namespace flashlab {
@@ -139,11 +139,30 @@ Status sm90_forward_accepts(const FwdParams& p) {
   return tma_strides(p.dtype, in, 3, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);
 }
 
+// The forward's workspace: the dynamic tile scheduler's counter, for the calls that use it
+// (tile_size.h fwd_dynamic: causal, fixed lengths, no left window); 0 bytes for the others.
+Status sm90_forward_workspace_size(const FwdParams& p, int64_t* bytes) {
+  *bytes = sm90::fwd_dynamic(sm90::fwd_work_shape(common::make_fwd_arguments(p))) ? sm90::kFwdTileCounterBytes : 0;
+  return Status::Ok();
+}
+
 Status sm90_forward(const FwdParams& p) {
   FLASHLAB_RETURN_IF_ERROR(sm90_forward_accepts(p));  // the dispatcher checked; a direct caller may not have
   const FwdFn fn = find_forward(p.dtype, common::head_dim_bucket(static_cast<int>(p.head_dim)));
   if (fn == nullptr) return Status(StatusCode::kInternal, "impl cuda_sm90: no kernel for a supported call");
-  return fn(common::make_fwd_arguments(p), p.stream);
+  common::FwdArguments args = common::make_fwd_arguments(p);
+  // A workspace is optional here: without one, a call that would count its tiles runs the static
+  // schedule. One that is given must hold what forward_workspace_size() asked for.
+  if (p.workspace != nullptr && sm90::fwd_dynamic(sm90::fwd_work_shape(args))) {
+    if (p.workspace_bytes < sm90::kFwdTileCounterBytes)
+      return Status::Invalid(std::string("impl ") + kName + ": forward workspace_bytes (" +
+                                     std::to_string(p.workspace_bytes) + ") is below forward_workspace_size() (" +
+                                     std::to_string(sm90::kFwdTileCounterBytes) + ")");
+    if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
+      return Status::Invalid(std::string("impl ") + kName + ": the forward workspace must be 16-byte aligned");
+    args.tile_counter = static_cast<int*>(p.workspace);
+  }
+  return fn(args, p.stream);
 }
 
 Status sm90_backward_accepts(const BwdParams& p) {

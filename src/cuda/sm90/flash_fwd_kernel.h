@@ -10,7 +10,9 @@
 // waves; fwd_launch.h chooses). Warp roles, for each of the CTA's tiles:
 //   warpgroup 0, warp 0, one thread   producer: TMA of K(first), Q (once barrier_q_empty says the
 //                                     consumers are done with the previous one), V(first), then
-//                                     K(n), V(n) into 2-stage pipelines
+//                                     K(n), V(n) into 2-stage pipelines; up to head dim 128 it
+//                                     also picks the tiles (static waves or the dynamic counter)
+//                                     and hands each to the consumers with its Q (kHandOver)
 //   warpgroups 1.. (64 rows each)     consumers: S = Q·Kᵀ, variant, softmax, O += P·V, epilogue
 // The stages of FlashAttention-3's ablation are template flags, so each can be measured alone
 // (docs/perf.md, "Hopper forward stages"):
@@ -166,23 +168,34 @@ struct FlashFwdKernel {
       if constexpr (kPingPong) {
         if (wg == kMmaWarpGroups - 1) named_barrier_arrive(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
       }
-      int q_loads = 0;  // Q tiles this CTA loaded so far: barrier_q's phase
-      for (int k = 0;; ++k) {
-        const int t = TileScheduler::tile_index(params.scheduler, k);
-        if (t < 0) break;
-        const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
-        if (tile.m_block * kBlockM >= tile.q_len) continue;  // varlen: past this sequence's end (CTA-uniform)
-        if constexpr (kZeroByHelper) {  // the helper zeroes the first V block's neighbour rows
-          if (params.mainloop.varlen && first_v_block_passes_end(params, tile)) {
-            named_barrier_arrive(kZeroSyncThreads, FwdBarrier::kVReady);
-            named_barrier_sync(kZeroSyncThreads, FwdBarrier::kVZeroed);
-          }
+      if constexpr (kHandOver) {
+        // The tiles come from the producer, each with its Q (hand_over): barrier_q's phase counts
+        // them, and a slot without a tile ends the loop.
+        for (int q_loads = 0;; ++q_loads) {
+          smem.barrier_q.wait(q_loads % 2);
+          common::WorkTile tile;
+          if (!handed_tile(params, smem, q_loads % 2, tile)) break;
+          if constexpr (kZeroByHelper) zero_v_sync(params, tile);
+          if constexpr (kInlineConsumer)
+            consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+          else
+            consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
         }
-        if constexpr (kInlineConsumer)
-          consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
-        else
-          consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
-        ++q_loads;
+      } else {
+        // The static waves' tiles, computed here as the producer does.
+        int q_loads = 0;  // Q tiles this CTA loaded so far: barrier_q's phase
+        for (int k = 0;; ++k) {
+          const int t = TileScheduler::tile_index(params.scheduler, k);
+          if (t < 0) break;
+          const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
+          if (tile.m_block * kBlockM >= tile.q_len) continue;  // varlen: past this sequence's end (CTA-uniform)
+          if constexpr (kZeroByHelper) zero_v_sync(params, tile);
+          if constexpr (kInlineConsumer)
+            consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+          else
+            consume(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_loads % 2);
+          ++q_loads;
+        }
       }
       if constexpr (kPingPong) {
         if (wg == 0) named_barrier_sync(kPairThreads, FwdBarrier::kWarpSchedulerWG1);
@@ -190,67 +203,137 @@ struct FlashFwdKernel {
     }
   }
 
-  // The producer: one elected thread of warp 0, every tile of the CTA. Per tile: K of the first key
-  // block (its stage frees while the consumers still work on the previous tile), then Q once every
-  // consumer thread released the previous one (barrier_q_empty), V of the first block, then the
-  // rest of the key blocks. Q is loaded for every tile, even one whose rows see no key, so that
-  // the consumers' handshake is the same for every tile.
+  // The producer: one elected thread of warp 0, every tile of the CTA. Per tile: the tile for the
+  // consumers (hand_over), K of the first key block (its stage frees while the consumers still
+  // work on the previous tile), then Q once every consumer thread released the previous one
+  // (barrier_q_empty; Q's arrival also publishes the tile), V of the first block, then the rest
+  // of the key blocks. Q is loaded for every tile, even one whose rows see no key, so that the
+  // consumers' handshake is the same for every tile. The next tile: the static waves' next
+  // (TileScheduler::tile_index), or, with the dynamic scheduler, the counter's, fetched right after
+  // Q's load is issued so that the atomic's round trip passes under this tile's loads. After the
+  // last tile, a slot without a tile and an arrive on barrier_q without bytes end the consumers'
+  // loop.
+  // kHandOver: the consumers take each tile from the producer (hand_over), which then may take
+  // tiles from the dynamic scheduler's counter when the launch gives it one (fwd_launch.h). Else
+  // the consumers compute the static waves' tiles as the producer does (the kernel as before the
+  // dynamic scheduler). Up to head dim 128, without sink tokens. Not in the sink-token kernels (a
+  // left window: fwd_launch.h never counts for them; with the hand-over those at head dims 32-128
+  // spilled 4 bytes), nor at head dim 256 (16 bytes spilled on 240 registers: values derived from
+  // the thread index, hoisted out of the tile loop and kept across it; nvcc 13.0), nor at 192,
+  // where it compiled clean but ran 1.4-2.6 % slower with static waves and the counter lost to
+  // them at 1k and 4k (H200, session 41: docs/perf.md). They keep static scheduling.
+  static constexpr bool kHandOver = !kSinks && kHeadDim <= 128;
+  static constexpr bool kDynamicCapable = kHandOver;
   __device__ void produce(const Params& params, SharedStorage& smem, PipelineK& pipeline_k,
                           PipelineV& pipeline_v) const {
     PipelineState state_k = cutlass::make_producer_start_state<PipelineK>();
     PipelineState state_v = cutlass::make_producer_start_state<PipelineV>();
     int q_loads = 0;
-    CUTE_NO_UNROLL
-    for (int k = 0;; ++k) {
-      const int t = TileScheduler::tile_index(params.scheduler, k);
-      if (t < 0) break;
-      const common::WorkTile tile = TileScheduler::tile(params.scheduler, t);
-      if (tile.m_block * kBlockM >= tile.q_len) continue;
-      const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
-      const typename Mainloop::TileCoords c = Mainloop::coords(params.mainloop, tile);
-      if constexpr (kSinks) {  // the same sequence over SinkKeyBlockWalk's blocks
-        const SinkWalk walk(params.variant, tile, range);
-        if (!walk.empty()) Mainloop::template load_kv<false>(params.mainloop, c, walk.first, pipeline_k, state_k, smem);
-        if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
-        Mainloop::load_q(params.mainloop, c, smem);
-        ++q_loads;
-        if (walk.empty()) continue;
-        Mainloop::template load_kv<true>(params.mainloop, c, walk.first, pipeline_v, state_v, smem);
-        // The rest of the window, then the sink blocks: two plain loops (one loop stepping with
-        // walk.next() kept sink_end and lo live on the producer's 24 registers: 20 bytes spilled).
-        int n = walk.first - 1;
-        const int sink_end = walk.sink_end;
-        CUTE_NO_UNROLL
-        for (; n >= walk.lo; --n) {
-          Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
-          Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
-        }
-        if (n >= sink_end) n = sink_end - 1;
-        CUTE_NO_UNROLL
-        for (; n >= 0; --n) {
-          Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
-          Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
-        }
-        continue;
-      }
-      if (!range.empty())
-        Mainloop::template load_kv<false>(params.mainloop, c, range.n_max - 1, pipeline_k, state_k, smem);
-      if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
-      Mainloop::load_q(params.mainloop, c, smem);
-      ++q_loads;
-      if (range.empty()) continue;
-      Mainloop::template load_kv<true>(params.mainloop, c, range.n_max - 1, pipeline_v, state_v, smem);
-      // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
-      // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
+    if constexpr (kHandOver) {
+      const bool dynamic = params.scheduler.counter != nullptr;
+      int k = 0;  // static waves: the wave
+      int t = TileScheduler::tile_index(params.scheduler, 0);
       CUTE_NO_UNROLL
-      for (int n = range.n_max - 2; n >= range.n_min; --n) {
-        Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
-        Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+      while (t >= 0) {
+        int fetched = 0;
+        produce_tile(params, smem, TileScheduler::template tile<true>(params.scheduler, t), pipeline_k, pipeline_v,
+                     state_k, state_v, q_loads, dynamic, fetched);
+        t = dynamic ? TileScheduler::none_if_past(params.scheduler, fetched)
+                    : TileScheduler::tile_index(params.scheduler, ++k);
+      }
+      hand_over(smem, q_loads % 2, -1, 0, 0);
+      if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
+      smem.barrier_q.arrive();
+    } else {
+      CUTE_NO_UNROLL
+      for (int k = 0;; ++k) {
+        const int t = TileScheduler::tile_index(params.scheduler, k);
+        if (t < 0) break;
+        int fetched;
+        produce_tile(params, smem, TileScheduler::tile(params.scheduler, t), pipeline_k, pipeline_v, state_k,
+                     state_v, q_loads, false, fetched);
       }
     }
     // Do not retire while a consumer may still arrive on these barriers.
     pipeline_k.producer_tail(state_k);
     pipeline_v.producer_tail(state_v);
+  }
+
+  __device__ __forceinline__ void produce_tile(const Params& params, SharedStorage& smem,
+                                               const common::WorkTile& tile, PipelineK& pipeline_k,
+                                               PipelineV& pipeline_v, PipelineState& state_k,
+                                               PipelineState& state_v, int& q_loads, bool dynamic,
+                                               int& fetched) const {
+    if (tile.m_block * kBlockM >= tile.q_len) return;  // varlen: past this sequence's end (no hand-over)
+    if constexpr (kHandOver) hand_over(smem, q_loads % 2, tile.m_block, tile.head, tile.batch);
+    const common::KeyBlockRange<kBlockM, kBlockN> range(params.variant, tile);
+    const typename Mainloop::TileCoords c = Mainloop::coords(params.mainloop, tile);
+    if constexpr (kSinks) {  // the same sequence over SinkKeyBlockWalk's blocks
+      const SinkWalk walk(params.variant, tile, range);
+      if (!walk.empty()) Mainloop::template load_kv<false>(params.mainloop, c, walk.first, pipeline_k, state_k, smem);
+      if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
+      Mainloop::load_q(params.mainloop, c, smem);
+      ++q_loads;
+      if (walk.empty()) return;
+      Mainloop::template load_kv<true>(params.mainloop, c, walk.first, pipeline_v, state_v, smem);
+      // The rest of the window, then the sink blocks: two plain loops (one loop stepping with
+      // walk.next() kept sink_end and lo live on the producer's 24 registers: 20 bytes spilled).
+      int n = walk.first - 1;
+      const int sink_end = walk.sink_end;
+      CUTE_NO_UNROLL
+      for (; n >= walk.lo; --n) {
+        Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+        Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+      }
+      if (n >= sink_end) n = sink_end - 1;
+      CUTE_NO_UNROLL
+      for (; n >= 0; --n) {
+        Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+        Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+      }
+      return;
+    }
+    if (!range.empty())
+      Mainloop::template load_kv<false>(params.mainloop, c, range.n_max - 1, pipeline_k, state_k, smem);
+    if (q_loads > 0) smem.barrier_q_empty.wait((q_loads - 1) % 2);
+    Mainloop::load_q(params.mainloop, c, smem);
+    ++q_loads;
+    if (dynamic) fetched = TileScheduler::fetch_next(params.scheduler);
+    if (range.empty()) return;
+    Mainloop::template load_kv<true>(params.mainloop, c, range.n_max - 1, pipeline_v, state_v, smem);
+    // Not unrolled: the producer lives on 24 registers (setmaxnreg), and the unrolled loop's
+    // TMA coordinates spilled (nvcc 13.0, -DNDEBUG, head dims 192 and 256: 12-20 bytes).
+    CUTE_NO_UNROLL
+    for (int n = range.n_max - 2; n >= range.n_min; --n) {
+      Mainloop::template load_kv<false>(params.mainloop, c, n, pipeline_k, state_k, smem);
+      Mainloop::template load_kv<true>(params.mainloop, c, n, pipeline_v, state_v, smem);
+    }
+  }
+
+  // The tile handed to the consumers with its Q, in barrier_q's phase's slot of smem.tile. The
+  // producer writes a tile's slot first thing (the slot's previous tile, two back, was released on
+  // barrier_q_empty, which the producer waited for before the previous tile's Q; the consumers
+  // read a slot before they release its Q); load_q's arrive on barrier_q then publishes it (an
+  // mbarrier arrive releases the CTA's earlier writes, the consumers' wait acquires them). Inline
+  // PTX with a memory clobber, so that neither access moves across the barrier operations
+  // (themselves asm volatile, without one). The consumers get the tile decoded: the grouped
+  // order's divisions stay in the producer (in the consumers, hdim 64's 192 x 128 spilled 12 bytes).
+  __device__ static void hand_over(SharedStorage& smem, int slot, int m_block, int head, int batch) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(cute::cast_smem_ptr_to_uint(smem.tile[slot])),
+                 "r"(m_block), "r"(head), "r"(batch), "r"(0)
+                 : "memory");
+  }
+  // False: the CTA has no more tiles.
+  __device__ static bool handed_tile(const Params& params, SharedStorage& smem, int slot, common::WorkTile& tile) {
+    int m_block, head, batch, unused;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m_block), "=r"(head), "=r"(batch), "=r"(unused)
+                 : "r"(cute::cast_smem_ptr_to_uint(smem.tile[slot]))
+                 : "memory");
+    tile.m_block = m_block;
+    tile.head = head;
+    tile.set_sequence(params.scheduler.seq, batch);
+    return m_block >= 0;
   }
 
   // Varlen at head dims above kMaxConsumerZeroingHeadDim: warps 1-3 of the producer warpgroup follow
@@ -291,6 +374,19 @@ struct FlashFwdKernel {
     }
   }
 
+  // The consumers' side of zero_v_helper at a tile's start (varlen, kZeroByHelper).
+  __device__ __forceinline__ static void zero_v_sync(const Params& params, const common::WorkTile& tile) {
+    if (params.mainloop.varlen && first_v_block_passes_end(params, tile)) {
+      named_barrier_arrive(kZeroSyncThreads, FwdBarrier::kVReady);
+      named_barrier_sync(kZeroSyncThreads, FwdBarrier::kVZeroed);
+    }
+  }
+  __device__ static int opaque_tid_x() {
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+  }
+
   // Every consumer thread's arrival on barrier_q_empty: its reads of Q's tile are over (its Q·Kᵀ
   // products retired; where O is staged in Q's tile, its epilogue read O back). The fence orders
   // those generic-proxy accesses before the next Q's TMA (async-proxy) writes.
@@ -306,7 +402,8 @@ struct FlashFwdKernel {
     consume_tile(params, smem, tile, pipeline_k, pipeline_v, state_k, state_v, q_phase);
   }
 
-  // One tile, one consumer thread: the mainloop, then the epilogue.
+  // One tile, one consumer thread: the mainloop, then the epilogue. Its Q: barrier_q's phase
+  // q_phase (kHandOver: operator() waited for it).
   __device__ __forceinline__ void consume_tile(const Params& params, SharedStorage& smem,
                                                const common::WorkTile& tile, PipelineK& pipeline_k,
                                                PipelineV& pipeline_v, PipelineState& state_k,
@@ -319,7 +416,9 @@ struct FlashFwdKernel {
     const SinkWalk walk = kSinks ? SinkWalk(params.variant, tile, range) : SinkWalk{};
     auto next_block = [&](int n) __attribute__((always_inline)) { return kSinks ? walk.next(n) : n - 1; };
     // int, not unsigned: the coordinates below feed signed mask arithmetic (variant.h).
-    const int mma_tid = static_cast<int>(threadIdx.x) - cutlass::NumThreadsPerWarpGroup;
+    // kHandOver: the thread index read anew for each tile, so that what derives from it is not
+    // hoisted out of the tile loop (it was, and hdim 64's 192 x 128 spilled 12 bytes: nvcc 13.0).
+    const int mma_tid = (kHandOver ? opaque_tid_x() : static_cast<int>(threadIdx.x)) - cutlass::NumThreadsPerWarpGroup;
     const int wg = mma_tid / cutlass::NumThreadsPerWarpGroup;  // consumer warpgroup 0..kMmaWarpGroups-1
     // Varlen: the first V block (the last key block) reaching into the next sequence has those
     // rows zeroed before any P·V reads it (Mainloop::zero_v_rows); here, first, where the least is
@@ -424,7 +523,7 @@ struct FlashFwdKernel {
           step_serial(n_block, mask_flag);
       };
 
-      smem.barrier_q.wait(q_phase);
+      if constexpr (!kHandOver) smem.barrier_q.wait(q_phase);
       int n_block = kSinks ? walk.first : range.n_max - 1;
       if constexpr (kOverlap) {
         // The first block alone: no P·V to overlap yet, and O is still zero (no rescale).
@@ -460,8 +559,8 @@ struct FlashFwdKernel {
         pipeline_v.consumer_release(state_v);
         ++state_v;
       }
-    } else {
-      smem.barrier_q.wait(q_phase);  // the producer loaded Q anyway (one handshake for every tile)
+    } else {  // the producer loaded Q anyway (one handshake for every tile)
+      if constexpr (!kHandOver) smem.barrier_q.wait(q_phase);
       if constexpr (Traits::kSeparateO) release_q(smem);
     }
 

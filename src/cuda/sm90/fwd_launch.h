@@ -37,26 +37,38 @@ using FwdKernel =
     FlashFwdKernel<MainloopFwd<Traits>, EpilogueFwd<Traits>, common::PersistentFwdTileScheduler,
                    common::ScoreVariant<Traits::kBlockM, Traits::kBlockN, kSinks, kScoreMods>, StagesT>;
 
-// The grid's CTAs at most: persistent CTAs, one per SM, each running tiles in waves
-// (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX): tile_size.h
-// fwd_persistent has the rule and its measurements.
+// How a launch hands out its tiles (tile_size.h has the rules and their measurements): the grid's
+// CTAs at most, and whether they take tiles from the dynamic scheduler's counter (then one CTA per
+// SM). Static: persistent CTAs, one per SM, each running tiles in waves
+// (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX).
 // FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
-// several tiles per CTA on small shapes with it). Read at each launch (getenv: well under a
-// microsecond, beside a launch's several).
-inline int fwd_max_ctas(const common::FwdArguments& args, int block_m, int block_n, int head_dim, int sm_count) {
+// several tiles per CTA on small shapes with it); FLASHLAB_SM90_FWD_DYNAMIC=0 turns the dynamic
+// scheduler off (static rule), =1 uses it wherever it can run (short key sequences too: the tests).
+// Read at each launch (getenv: well under a microsecond, beside a
+// launch's several).
+struct FwdSchedule {
+  int max_ctas;
+  bool dynamic;
+};
+inline FwdSchedule fwd_schedule(const common::FwdArguments& args, int block_m, int block_n, int head_dim,
+                                int sm_count, bool dynamic_capable) {
+  const FwdWorkShape w = fwd_work_shape(args);
+  const common::SeqArgs& q = args.seq;
+  const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
+  const char* knob = std::getenv("FLASHLAB_SM90_FWD_DYNAMIC");
+  const char want = knob != nullptr ? knob[0] : '\0';  // '0': off; '1': wherever it can run
+  const bool dynamic = dynamic_capable && args.tile_counter != nullptr && fwd_dynamic(w) && want != '0' &&
+                       (want == '1' || key_blocks >= kDynamicMinKeyBlocks);
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
   if (forced != nullptr && *forced != '\0') {
     const long long n = std::strtoll(forced, nullptr, 10);
-    if (n > 0) return n < INT32_MAX ? static_cast<int>(n) : INT32_MAX;
+    if (n > 0) return {n < INT32_MAX ? static_cast<int>(n) : INT32_MAX, dynamic};
   }
-  const common::SeqArgs& q = args.seq;
-  const bool fixed = q.cu_seqlens_q == nullptr && q.cu_seqlens_k == nullptr;
-  const bool no_left = args.score.window_left < 0;
-  const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
+  if (dynamic) return {sm_count, true};
   const int64_t tiles = (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch;
-  const bool persistent = fwd_persistent(fixed && no_left && args.score.window_right < 0, fixed && no_left,
-                                         q.seqlen_k, key_blocks, tiles, head_dim, sm_count);
-  return persistent ? sm_count : INT32_MAX;
+  const bool persistent =
+      fwd_persistent(w.same_work, w.fixed && w.no_left, q.seqlen_k, key_blocks, tiles, head_dim, sm_count);
+  return {persistent ? sm_count : INT32_MAX, false};
 }
 
 template <typename Kernel>
@@ -67,13 +79,21 @@ Status launch_fwd(const common::FwdArguments& args, cudaStream_t stream) {
   if (args.seq.batch == 0 || args.seq.heads_q == 0 || args.seq.seqlen_q == 0) return Status::Ok();
   if (args.seq.cu_seqlens_q != nullptr && !Kernel::kVarlenCapable)  // run_fwd never picks it
     return Status(StatusCode::kInternal, "impl cuda_sm90: a varlen call on a tile of three consumer warpgroups");
-  const typename Kernel::Params params = Kernel::to_params(args);
+  typename Kernel::Params params = Kernel::to_params(args);
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
   FLASHLAB_RETURN_IF_ERROR(common::current_device(&device, &facts));
-  const dim3 grid = Kernel::grid(params, fwd_max_ctas(args, Kernel::kBlockM, Kernel::kBlockN, Kernel::kHeadDim, facts->sm_count));
+  const FwdSchedule schedule = fwd_schedule(args, Kernel::kBlockM, Kernel::kBlockN, Kernel::kHeadDim,
+                                            facts->sm_count, Kernel::kDynamicCapable);
+  const dim3 grid = Kernel::grid(params, schedule.max_ctas);
   FLASHLAB_RETURN_IF_ERROR(
       common::prepare_kernel<&device_kernel<Kernel>>(kSmem, kImplName, "forward", Kernel::kHeadDim));
+  if (schedule.dynamic) {
+    params.scheduler.counter = args.tile_counter;
+    params.scheduler.group = fwd_l2_group(args, Kernel::kHeadDim, int(sizeof(typename Kernel::Element)));
+    FLASHLAB_RETURN_IF_ERROR(common::cuda_error(cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream),
+                                                kImplName, "forward tile counter"));
+  }
   device_kernel<Kernel><<<grid, Kernel::kThreads, kSmem, stream>>>(params);
   return common::cuda_error(cudaGetLastError(), kImplName, "forward kernel launch");
 }

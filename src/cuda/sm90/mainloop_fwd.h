@@ -73,6 +73,10 @@ struct MainloopFwd {
     array_aligned<Element, cosize_v<typename Traits::SmemLayoutV>, 1024> v;  // (BLK_N, HDIM, STAGES)
     cutlass::arch::ClusterTransactionBarrier barrier_q;  // Q landed (the producer's TMA)
     cutlass::arch::ClusterBarrier barrier_q_empty;       // every consumer thread is done with Q
+    // The tile whose Q barrier_q brings, one slot per barrier phase: {m_block, head, batch, 0};
+    // m_block -1: the CTA has no more tiles. Written by the producer, read by the consumers after
+    // the wait (flash_fwd_kernel.h, hand_over / handed_tile).
+    alignas(16) int tile[2][4];
     typename PipelineK::SharedStorage pipeline_k;
     typename PipelineV::SharedStorage pipeline_v;
 

@@ -30,6 +30,8 @@
 
 #include <cstdint>
 
+#include "cuda/common/kernel_args.h"
+
 namespace flashlab {
 namespace sm90 {
 
@@ -103,11 +105,50 @@ constexpr int kMaxSinkTokensHeadDim = 192;
 constexpr bool fwd_has_plain_kernel(int head_dim, FwdTileSize tile) { return head_dim <= 192 && tile.block_m != 192; }
 constexpr int kMaxConsumerZeroingHeadDim = 192;  // 4096 keys: a tie non-causal, -1 to -3 % causal
 
-// Persistent CTAs (one per SM, static waves: common::wave_tile) or one CTA per tile, the rule of
-// fwd_launch.h fwd_max_ctas. Persistent CTAs hide a tile's prologue and epilogue (the Q load's
-// latency, O's stores) behind the neighbouring tiles' products; one CTA per tile lets the hardware
-// hand the next tile to whichever SM frees first, which balances tiles of unequal length (causal)
-// better than static waves. Persistent where
+// How a call's tiles differ in work, from its mask and lengths (the scheduling rules below).
+struct FwdWorkShape {
+  bool fixed;      // fixed lengths (no cu_seqlens)
+  bool no_left;    // no left window edge
+  bool same_work;  // every tile visits the same key blocks: fixed lengths, no mask at all
+};
+inline FwdWorkShape fwd_work_shape(const common::FwdArguments& a) {
+  const bool fixed = a.seq.cu_seqlens_q == nullptr && a.seq.cu_seqlens_k == nullptr;
+  const bool no_left = a.score.window_left < 0;
+  return {fixed, no_left, fixed && no_left && a.score.window_right < 0};
+}
+
+// The dynamic tile scheduler (common::PersistentFwdTileScheduler with a counter; fwd_launch.h):
+// one CTA per SM, each taking the next tile from a global counter when it is free, longest tiles
+// first. For calls whose tiles differ in work (causal, or a right window alone), of fixed lengths
+// and without a left window; its counter lives in the caller's forward workspace
+// (kFwdTileCounterBytes, what forward_workspace_size() asks for those calls; each launch zeroes
+// it). Without a workspace such a call runs the static rule below. Kernels up to head dim 128
+// (flash_fwd_kernel.h kHandOver); the sink-token kernels never count (a left window). H200,
+// session 41, causal forward time against the static rule, both in one library (docs/perf.md):
+// hdim 128 1k 0.966, 2k 0.929, 4k 0.910, 8k 0.957, 16k 1.00; hdim 64 1k-2k 0.98-1.00, 4k
+// 0.88-0.97, 16k 0.98; hdim 32 4k 0.966; hdim 96 4k 0.962.
+constexpr int64_t kFwdTileCounterBytes = 16;
+constexpr bool fwd_dynamic(FwdWorkShape w) { return !w.same_work && w.fixed && w.no_left; }
+// The launch counts only where a tile visits more than this many key blocks: at 4 key blocks (512
+// keys) the counter ran 1.00-1.02 of static waves (H200, session 41): short tiles, where the
+// producer's wait for the next tile's index shows.
+constexpr int kDynamicMinKeyBlocks = 5;
+// The dynamic order's L2 groups (common::grouped_tile_coords): as many (head, sequence) pairs as
+// have K and V within this many bytes (FlashAttention-3's choice for a 50 MB L2).
+constexpr int64_t kFwdL2GroupBytes = int64_t(32) << 20;
+inline int fwd_l2_group(const common::FwdArguments& a, int head_dim, int element_bytes) {
+  const int64_t kv_group = a.in.kv_group > 0 ? a.in.kv_group : 1;
+  const int64_t pair_bytes = int64_t(a.seq.seqlen_k) * head_dim * 2 * element_bytes / kv_group;
+  const int64_t pairs = int64_t(a.seq.heads_q) * a.seq.batch;
+  const int64_t group = pair_bytes > 0 ? kFwdL2GroupBytes / pair_bytes : pairs;
+  return static_cast<int>(group < 1 ? 1 : group > pairs ? pairs : group);
+}
+
+// Static scheduling (no counter): persistent CTAs (one per SM, static waves: common::wave_tile) or
+// one CTA per tile, the rule of fwd_launch.h fwd_schedule. Persistent CTAs hide a tile's prologue
+// and epilogue (the Q load's latency, O's stores) behind the neighbouring tiles' products; one CTA
+// per tile lets the hardware hand the next tile to whichever SM frees first, which balances tiles
+// of unequal length (causal) better than static waves. Persistent where
 //   - every tile has the same work (same_work: no causal mask, no window, fixed lengths): static
 //     waves are then as balanced (H200, session 31: hdim 128 4k +2.8 %, 8k +0.5 %, hdim 64 16k +2 %);
 //   - a tile visits at most 16 key blocks (short key sequences: the prologue and epilogue dominate);
