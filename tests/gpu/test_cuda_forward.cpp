@@ -273,9 +273,10 @@ void expect_sm90_unsupported(const AttentionConfig& c, bool backward, const std:
   EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
 }
 
-// cuda_sm90's dynamic tile scheduler (tile_size.h fwd_dynamic, fwd_l2_group; no GPU needed): the
-// calls whose tiles differ in work, of fixed lengths and without a left window, ask for the
-// counter's workspace; the others ask for none. The L2 groups hold 32 MiB of K and V.
+// cuda_sm90's dynamic tile scheduler (tile_size.h fwd_counts_tiles, fwd_l2_group; no GPU needed):
+// the calls whose tiles differ in work, of fixed lengths and without a left window, at head dims up
+// to 128 and with more than 4 key blocks, ask for the counter's workspace; the others ask for none.
+// The L2 groups hold 32 MiB of K and V.
 TEST(CudaForward, Sm90DynamicRule) {
   using flashlab::sm90::fwd_dynamic;
   using flashlab::sm90::fwd_work_shape;
@@ -302,6 +303,14 @@ TEST(CudaForward, Sm90DynamicRule) {
   p.causal = false;
   p.window_right = 64;  // a right window alone: tiles differ
   EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+  p.window_right = -1;
+  p.causal = true;
+  p.seqlen_k = 512;  // 4 key blocks: static waves, no workspace
+  EXPECT_EQ(workspace(p), 0);
+  p.seqlen_k = 513;
+  EXPECT_EQ(workspace(p), flashlab::sm90::kFwdTileCounterBytes);
+  p.head_dim = 136;  // bucket 192: its kernels do not count
+  EXPECT_EQ(workspace(p), 0);
 
   flashlab::common::FwdArguments a;
   a.seq.batch = 16;

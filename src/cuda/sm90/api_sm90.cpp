@@ -139,10 +139,18 @@ Status sm90_forward_accepts(const FwdParams& p) {
   return tma_strides(p.dtype, in, 3, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv);
 }
 
-// The forward's workspace: the dynamic tile scheduler's counter, for the calls that use it
-// (tile_size.h fwd_dynamic: causal, fixed lengths, no left window); 0 bytes for the others.
+// The forward's workspace: the dynamic tile scheduler's counter, for the calls that count their
+// tiles (tile_size.h fwd_counts_tiles: causal, fixed lengths, no left window, head dim <= 128, more
+// than 4 key blocks of the default tile); 0 bytes for the others, so that the front ends allocate
+// nothing for them (the torch front's allocation is several microseconds of host time a call).
+static int64_t forward_counter_bytes(const FwdParams& p, const common::FwdArguments& args) {
+  const int bucket = common::head_dim_bucket(static_cast<int>(p.head_dim));
+  const int64_t key_blocks = (p.seqlen_k + sm90::fwd_tile_size(bucket).block_n - 1) / sm90::fwd_tile_size(bucket).block_n;
+  return sm90::fwd_counts_tiles(sm90::fwd_work_shape(args), bucket, key_blocks) ? sm90::kFwdTileCounterBytes : 0;
+}
+
 Status sm90_forward_workspace_size(const FwdParams& p, int64_t* bytes) {
-  *bytes = sm90::fwd_dynamic(sm90::fwd_work_shape(common::make_fwd_arguments(p))) ? sm90::kFwdTileCounterBytes : 0;
+  *bytes = forward_counter_bytes(p, common::make_fwd_arguments(p));
   return Status::Ok();
 }
 
@@ -153,7 +161,7 @@ Status sm90_forward(const FwdParams& p) {
   common::FwdArguments args = common::make_fwd_arguments(p);
   // A workspace is optional here: without one, a call that would count its tiles runs the static
   // schedule. One that is given must hold what forward_workspace_size() asked for.
-  if (p.workspace != nullptr && sm90::fwd_dynamic(sm90::fwd_work_shape(args))) {
+  if (p.workspace != nullptr && forward_counter_bytes(p, args) > 0) {
     if (p.workspace_bytes < sm90::kFwdTileCounterBytes)
       return Status::Invalid(std::string("impl ") + kName + ": forward workspace_bytes (" +
                                      std::to_string(p.workspace_bytes) + ") is below forward_workspace_size() (" +

@@ -222,7 +222,7 @@ struct FlashFwdKernel {
   // the thread index, hoisted out of the tile loop and kept across it; nvcc 13.0), nor at 192,
   // where it compiled clean but ran 1.4-2.6 % slower with static waves and the counter lost to
   // them at 1k and 4k (H200, session 41: docs/perf.md). They keep static scheduling.
-  static constexpr bool kHandOver = !kSinks && kHeadDim <= 128;
+  static constexpr bool kHandOver = !kSinks && kHeadDim <= kDynamicMaxHeadDim;
   static constexpr bool kDynamicCapable = kHandOver;
   __device__ void produce(const Params& params, SharedStorage& smem, PipelineK& pipeline_k,
                           PipelineV& pipeline_v) const {

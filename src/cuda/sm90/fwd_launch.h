@@ -42,9 +42,8 @@ using FwdKernel =
 // SM). Static: persistent CTAs, one per SM, each running tiles in waves
 // (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX).
 // FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
-// several tiles per CTA on small shapes with it); FLASHLAB_SM90_FWD_DYNAMIC=0 turns the dynamic
-// scheduler off (static rule), =1 uses it wherever it can run (short key sequences too: the tests).
-// Read at each launch (getenv: well under a microsecond, beside a
+// several tiles per CTA on small shapes with it); FLASHLAB_SM90_FWD_DYNAMIC (tile_size.h
+// fwd_counts_tiles) turns the dynamic scheduler off or on. Read at each launch (getenv: well under a microsecond, beside a
 // launch's several).
 struct FwdSchedule {
   int max_ctas;
@@ -55,10 +54,7 @@ inline FwdSchedule fwd_schedule(const common::FwdArguments& args, int block_m, i
   const FwdWorkShape w = fwd_work_shape(args);
   const common::SeqArgs& q = args.seq;
   const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
-  const char* knob = std::getenv("FLASHLAB_SM90_FWD_DYNAMIC");
-  const char want = knob != nullptr ? knob[0] : '\0';  // '0': off; '1': wherever it can run
-  const bool dynamic = dynamic_capable && args.tile_counter != nullptr && fwd_dynamic(w) && want != '0' &&
-                       (want == '1' || key_blocks >= kDynamicMinKeyBlocks);
+  const bool dynamic = dynamic_capable && args.tile_counter != nullptr && fwd_counts_tiles(w, head_dim, key_blocks);
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
   if (forced != nullptr && *forced != '\0') {
     const long long n = std::strtoll(forced, nullptr, 10);

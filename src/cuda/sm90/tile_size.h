@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/common/kernel_args.h"
 
@@ -129,10 +130,23 @@ inline FwdWorkShape fwd_work_shape(const common::FwdArguments& a) {
 // 0.88-0.97, 16k 0.98; hdim 32 4k 0.966; hdim 96 4k 0.962.
 constexpr int64_t kFwdTileCounterBytes = 16;
 constexpr bool fwd_dynamic(FwdWorkShape w) { return !w.same_work && w.fixed && w.no_left; }
+constexpr int kDynamicMaxHeadDim = 128;  // the kernels that can count (flash_fwd_kernel.h kHandOver)
 // The launch counts only where a tile visits more than this many key blocks: at 4 key blocks (512
 // keys) the counter ran 1.00-1.02 of static waves (H200, session 41): short tiles, where the
 // producer's wait for the next tile's index shows.
 constexpr int kDynamicMinKeyBlocks = 5;
+// Whether a call counts its tiles, for the head-dim bucket and the tile's key blocks: the rule of
+// forward_workspace_size() (api_sm90.cpp, with the default tile's key block: every tile up to head
+// dim 128 has 128 keys but the long ones, which start at 4097 keys) and of the launch
+// (fwd_launch.h fwd_schedule, with the tile's own). FLASHLAB_SM90_FWD_DYNAMIC=0 turns it off, =1
+// on wherever the kernel can count (short key sequences too: the tests). getenv: well under a
+// microsecond.
+inline bool fwd_counts_tiles(FwdWorkShape w, int head_dim_bucket, int64_t key_blocks) {
+  if (!fwd_dynamic(w) || head_dim_bucket > kDynamicMaxHeadDim) return false;
+  const char* knob = std::getenv("FLASHLAB_SM90_FWD_DYNAMIC");
+  const char want = knob != nullptr ? knob[0] : '\0';
+  return want != '0' && (want == '1' || key_blocks >= kDynamicMinKeyBlocks);
+}
 // The dynamic order's L2 groups (common::grouped_tile_coords): as many (head, sequence) pairs as
 // have K and V within this many bytes (FlashAttention-3's choice for a 50 MB L2).
 constexpr int64_t kFwdL2GroupBytes = int64_t(32) << 20;
