@@ -29,6 +29,9 @@ Status validate_backward(const BwdParams& params);
 
 // Device scratch a CUDA implementation needs in AttentionConfig::workspace (0 on the CPU). Checks
 // the configuration and selects the implementation; the tensors are checked by the call itself.
+// The forward's is optional: cuda_sm90 asks for 16 bytes for causal calls it schedules dynamically
+// (a tile counter, zeroed by each call); without a workspace such a call runs, scheduled
+// statically (slower, same result). The backward's is required where it is not 0.
 Status forward_workspace_size(const FwdParams& params, int64_t* bytes);
 Status backward_workspace_size(const BwdParams& params, int64_t* bytes);
 

@@ -127,7 +127,8 @@ struct AttentionConfig {
   // --- execution
   void* stream = nullptr;     // cudaStream_t for CUDA backends; ignored on the CPU
   int num_threads = 0;        // CPU backends: 0 = all hardware threads
-  void* workspace = nullptr;  // device scratch of at least *_workspace_size() bytes (CUDA)
+  void* workspace = nullptr;  // device scratch of at least *_workspace_size() bytes (CUDA; the
+                              // forward's is optional: flashlab.h forward_workspace_size)
   int64_t workspace_bytes = 0;
 };
 
