@@ -141,12 +141,21 @@ Status sm90_forward_accepts(const FwdParams& p) {
 
 // The forward's workspace: the dynamic tile scheduler's counter, for the calls that count their
 // tiles (tile_size.h fwd_counts_tiles: causal, fixed lengths, no left window, head dim <= 128, more
-// than 4 key blocks of the default tile); 0 bytes for the others, so that the front ends allocate
-// nothing for them (the torch front's allocation is several microseconds of host time a call).
+// than 4 key blocks and more tiles than SMs, counted with 128 x 128, the most tiles any of these
+// buckets' tiles makes); 0 bytes for the others, so that the front ends allocate nothing for them
+// (the torch front's allocation is several microseconds of host time a call). The SM count: the
+// current device's, where one answers (else not checked).
 static int64_t forward_counter_bytes(const FwdParams& p, const common::FwdArguments& args) {
+  constexpr int64_t kRows = 128, kKeys = 128;
   const int bucket = common::head_dim_bucket(static_cast<int>(p.head_dim));
-  const int64_t key_blocks = (p.seqlen_k + sm90::fwd_tile_size(bucket).block_n - 1) / sm90::fwd_tile_size(bucket).block_n;
-  return sm90::fwd_counts_tiles(sm90::fwd_work_shape(args), bucket, key_blocks) ? sm90::kFwdTileCounterBytes : 0;
+  const int64_t key_blocks = (p.seqlen_k + kKeys - 1) / kKeys;
+  const int64_t tiles = (p.seqlen_q + kRows - 1) / kRows * p.heads_q * p.batch;
+  int device = 0;
+  const common::DeviceFacts* facts = nullptr;
+  const int sm_count = common::current_device(&device, &facts).ok() ? facts->sm_count : 0;
+  return sm90::fwd_counts_tiles(sm90::fwd_work_shape(args), bucket, key_blocks, tiles, sm_count)
+             ? sm90::kFwdTileCounterBytes
+             : 0;
 }
 
 Status sm90_forward_workspace_size(const FwdParams& p, int64_t* bytes) {

@@ -54,14 +54,15 @@ inline FwdSchedule fwd_schedule(const common::FwdArguments& args, int block_m, i
   const FwdWorkShape w = fwd_work_shape(args);
   const common::SeqArgs& q = args.seq;
   const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
-  const bool dynamic = dynamic_capable && args.tile_counter != nullptr && fwd_counts_tiles(w, head_dim, key_blocks);
+  const int64_t tiles = (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch;
+  const bool dynamic =
+      dynamic_capable && args.tile_counter != nullptr && fwd_counts_tiles(w, head_dim, key_blocks, tiles, sm_count);
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
   if (forced != nullptr && *forced != '\0') {
     const long long n = std::strtoll(forced, nullptr, 10);
     if (n > 0) return {n < INT32_MAX ? static_cast<int>(n) : INT32_MAX, dynamic};
   }
   if (dynamic) return {sm_count, true};
-  const int64_t tiles = (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch;
   const bool persistent =
       fwd_persistent(w.same_work, w.fixed && w.no_left, q.seqlen_k, key_blocks, tiles, head_dim, sm_count);
   return {persistent ? sm_count : INT32_MAX, false};
