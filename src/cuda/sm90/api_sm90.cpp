@@ -146,16 +146,11 @@ Status sm90_forward_accepts(const FwdParams& p) {
 // (the torch front's allocation is several microseconds of host time a call). The SM count: the
 // current device's, where one answers (else not checked).
 static int64_t forward_counter_bytes(const FwdParams& p, const common::FwdArguments& args) {
-  constexpr int64_t kRows = 128, kKeys = 128;
-  const int bucket = common::head_dim_bucket(static_cast<int>(p.head_dim));
-  const int64_t key_blocks = (p.seqlen_k + kKeys - 1) / kKeys;
-  const int64_t tiles = (p.seqlen_q + kRows - 1) / kRows * p.heads_q * p.batch;
   int device = 0;
   const common::DeviceFacts* facts = nullptr;
   const int sm_count = common::current_device(&device, &facts).ok() ? facts->sm_count : 0;
-  return sm90::fwd_counts_tiles(sm90::fwd_work_shape(args), bucket, key_blocks, tiles, sm_count)
-             ? sm90::kFwdTileCounterBytes
-             : 0;
+  const int bucket = common::head_dim_bucket(static_cast<int>(p.head_dim));
+  return sm90::fwd_counts_tiles(args, bucket, 128, 128, sm_count) ? sm90::kFwdTileCounterBytes : 0;
 }
 
 Status sm90_forward_workspace_size(const FwdParams& p, int64_t* bytes) {
@@ -169,15 +164,20 @@ Status sm90_forward(const FwdParams& p) {
   if (fn == nullptr) return Status(StatusCode::kInternal, "impl cuda_sm90: no kernel for a supported call");
   common::FwdArguments args = common::make_fwd_arguments(p);
   // A workspace is optional here: without one, a call that would count its tiles runs the static
-  // schedule. One that is given must hold what forward_workspace_size() asked for.
-  if (p.workspace != nullptr && forward_counter_bytes(p, args) > 0) {
-    if (p.workspace_bytes < sm90::kFwdTileCounterBytes)
-      return Status::Invalid(std::string("impl ") + kName + ": forward workspace_bytes (" +
-                                     std::to_string(p.workspace_bytes) + ") is below forward_workspace_size() (" +
-                                     std::to_string(sm90::kFwdTileCounterBytes) + ")");
-    if (reinterpret_cast<uintptr_t>(p.workspace) % 16 != 0)
+  // schedule. One that can hold the counter is handed to the launch, which decides whether to
+  // count (fwd_launch.h; the rule is asked once per call there). One that cannot is an error only
+  // for a call that asked for it (forward_workspace_size() > 0).
+  if (p.workspace != nullptr) {
+    const bool aligned = reinterpret_cast<uintptr_t>(p.workspace) % 16 == 0;
+    if (aligned && p.workspace_bytes >= sm90::kFwdTileCounterBytes) {
+      args.tile_counter = static_cast<int*>(p.workspace);
+    } else if (forward_counter_bytes(p, args) > 0) {
+      if (p.workspace_bytes < sm90::kFwdTileCounterBytes)
+        return Status::Invalid(std::string("impl ") + kName + ": forward workspace_bytes (" +
+                               std::to_string(p.workspace_bytes) + ") is below forward_workspace_size() (" +
+                               std::to_string(sm90::kFwdTileCounterBytes) + ")");
       return Status::Invalid(std::string("impl ") + kName + ": the forward workspace must be 16-byte aligned");
-    args.tile_counter = static_cast<int*>(p.workspace);
+    }
   }
   return fn(args, p.stream);
 }

@@ -43,28 +43,26 @@ using FwdKernel =
 // (common::PersistentFwdTileScheduler), or one CTA per tile (INT32_MAX).
 // FLASHLAB_SM90_FWD_CTAS=N caps the grid at N CTAs instead (A/B measurements; the tests force
 // several tiles per CTA on small shapes with it); FLASHLAB_SM90_FWD_DYNAMIC (tile_size.h
-// fwd_counts_tiles) turns the dynamic scheduler off or on. Read at each launch (getenv: well under a microsecond, beside a
-// launch's several).
+// fwd_counts_tiles) turns the dynamic scheduler off or on. Read at each launch (getenv: well under
+// a microsecond, beside a launch's several).
 struct FwdSchedule {
   int max_ctas;
   bool dynamic;
 };
 inline FwdSchedule fwd_schedule(const common::FwdArguments& args, int block_m, int block_n, int head_dim,
                                 int sm_count, bool dynamic_capable) {
-  const FwdWorkShape w = fwd_work_shape(args);
-  const common::SeqArgs& q = args.seq;
-  const int64_t key_blocks = (int64_t(q.seqlen_k) + block_n - 1) / block_n;
-  const int64_t tiles = (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch;
   const bool dynamic =
-      dynamic_capable && args.tile_counter != nullptr && fwd_counts_tiles(w, head_dim, key_blocks, tiles, sm_count);
+      dynamic_capable && args.tile_counter != nullptr && fwd_counts_tiles(args, head_dim, block_m, block_n, sm_count);
   const char* forced = std::getenv("FLASHLAB_SM90_FWD_CTAS");
   if (forced != nullptr && *forced != '\0') {
     const long long n = std::strtoll(forced, nullptr, 10);
     if (n > 0) return {n < INT32_MAX ? static_cast<int>(n) : INT32_MAX, dynamic};
   }
   if (dynamic) return {sm_count, true};
+  const FwdWorkShape w = fwd_work_shape(args);
+  const FwdTileCounts n = fwd_tile_counts(args.seq, block_m, block_n);
   const bool persistent =
-      fwd_persistent(w.same_work, w.fixed && w.no_left, q.seqlen_k, key_blocks, tiles, head_dim, sm_count);
+      fwd_persistent(w.same_work, w.fixed && w.no_left, args.seq.seqlen_k, n.key_blocks, n.tiles, head_dim, sm_count);
   return {persistent ? sm_count : INT32_MAX, false};
 }
 

@@ -135,18 +135,30 @@ constexpr int kDynamicMaxHeadDim = 128;  // the kernels that can count (flash_fw
 // keys) the counter ran 1.00-1.02 of static waves (H200, session 41): short tiles, where the
 // producer's wait for the next tile's index shows.
 constexpr int kDynamicMinKeyBlocks = 5;
-// Whether a call counts its tiles, for the head-dim bucket, the tile's key blocks and the tiles:
-// the rule of forward_workspace_size() (api_sm90.cpp, with 128 x 128: every tile up to head dim
-// 128 has 128 keys but the long ones, which start at 4097 keys, and 128 or 192 rows) and of the
-// launch (fwd_launch.h fwd_schedule, with the tile's own). Only with more tiles than SMs: one wave
-// has nothing to balance and pays the counter's memset (H200, session 41: hdim 128 causal 1k, 128
-// tiles, counted 0.0238 ms against 0.0229; sm_count <= 0: unknown, not checked). FLASHLAB_SM90_FWD_DYNAMIC=0 turns it off, =1 on wherever the kernel can count (short
-// key sequences and single waves too: the tests). getenv: well under a microsecond.
-inline bool fwd_counts_tiles(FwdWorkShape w, int head_dim_bucket, int64_t key_blocks, int64_t tiles, int sm_count) {
-  if (!fwd_dynamic(w) || head_dim_bucket > kDynamicMaxHeadDim) return false;
+// A call's tiles and key blocks for a tile shape (the scheduling rules' inputs).
+struct FwdTileCounts {
+  int64_t key_blocks;  // of the longest key sequence
+  int64_t tiles;       // query blocks x heads_q x batch
+};
+inline FwdTileCounts fwd_tile_counts(const common::SeqArgs& q, int block_m, int block_n) {
+  return {(int64_t(q.seqlen_k) + block_n - 1) / block_n, (int64_t(q.seqlen_q) + block_m - 1) / block_m * q.heads_q * q.batch};
+}
+// Whether a call counts its tiles, for the head-dim bucket and a tile shape: the rule of
+// forward_workspace_size() (api_sm90.cpp, with 128 x 128: every tile up to head dim 128 has 128
+// keys but the long ones, which start at 4097 keys, and 128 or 192 rows) and of the launch
+// (fwd_launch.h fwd_schedule, with the tile's own). Only with more tiles than SMs: one wave has
+// nothing to balance and pays the counter's memset (H200, session 41: hdim 128 causal 1k, 128
+// tiles, counted 0.0238 ms against 0.0229; sm_count <= 0: unknown, not checked).
+// FLASHLAB_SM90_FWD_DYNAMIC=0 turns it off, =1 on wherever the kernel can count (short key
+// sequences and single waves too: the tests). getenv: well under a microsecond.
+inline bool fwd_counts_tiles(const common::FwdArguments& a, int head_dim_bucket, int block_m, int block_n,
+                             int sm_count) {
+  if (!fwd_dynamic(fwd_work_shape(a)) || head_dim_bucket > kDynamicMaxHeadDim) return false;
   const char* knob = std::getenv("FLASHLAB_SM90_FWD_DYNAMIC");
   const char want = knob != nullptr ? knob[0] : '\0';
-  return want != '0' && (want == '1' || (key_blocks >= kDynamicMinKeyBlocks && (sm_count <= 0 || tiles > sm_count)));
+  if (want == '0' || want == '1') return want == '1';
+  const FwdTileCounts n = fwd_tile_counts(a.seq, block_m, block_n);
+  return n.key_blocks >= kDynamicMinKeyBlocks && (sm_count <= 0 || n.tiles > sm_count);
 }
 // The dynamic order's L2 groups (common::grouped_tile_coords): as many (head, sequence) pairs as
 // have K and V within this many bytes (FlashAttention-3's choice for a 50 MB L2).
