@@ -24,8 +24,8 @@
 #     host-profile  python/scripts/profile_host.py: the host and device time of a flashlab.torch backward
 #               beside SDPA's (b32 s512 causal and a tiny shape), cProfile of the tiny one -> $OUT/host_profile.txt
 #     decode-bench  python -m flashlab.bench_decode (decode against a K/V cache, TB/s: flashlab and
-#               KVCacheDecoder beside SDPA's cudnn / flash / efficient backends; DECODE_ARGS, e.g.
-#               "--page-sizes 0,16 --cache-lens 4096,65536"; DECODE_TIMEOUT, default 300 s) -> $OUT/decode,
+#               KVCacheDecoder beside SDPA's cudnn / flash / efficient backends and FlexAttention;
+#               DECODE_ARGS, e.g. "--page-sizes 0,16 --cache-lens 4096,65536"; DECODE_TIMEOUT, default 300 s) -> $OUT/decode,
 #               $OUT/decode.txt
 #     ring      python/tests/test_distributed_nccl.py (ring attention over NCCL, one process per GPU)
 #               and test_distributed.py (gloo) -> $OUT/ring.txt, then benchmarks/ring_scaling.py

@@ -142,19 +142,29 @@ def make_impl(name, torch):
 _FLEX = {}
 
 
-def make_flex(torch):
-    """FlexAttention compiled once (dynamic=False: one specialized kernel per shape, recompiled per
-    shape by dynamo); block masks cached per (seqlen, causal)."""
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-
+def compiled_flex(torch):
+    """torch.compile(flex_attention, dynamic=False), created once per process and shared by
+    make_flex and flashlab.bench_decode (dynamic=False: one specialized kernel per shape, recompiled
+    per shape by dynamo; its recompile limits raised so that a sweep of shapes keeps compiling
+    instead of falling back to flex_attention's unfused eager path)."""
     if "fn" not in _FLEX:
+        from torch.nn.attention.flex_attention import flex_attention
+
         cfg = torch._dynamo.config
         for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
                      "accumulated_recompile_limit"):
             if hasattr(cfg, knob):
                 setattr(cfg, knob, max(getattr(cfg, knob), 4096))
         _FLEX["fn"] = torch.compile(flex_attention, dynamic=False)
-        _FLEX["masks"] = {}
+    return _FLEX["fn"]
+
+
+def make_flex(torch):
+    """FlexAttention compiled once (compiled_flex); block masks cached per (seqlen, causal)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    fn = compiled_flex(torch)
+    _FLEX.setdefault("masks", {})
 
     def causal_mod(b, h, q_idx, kv_idx):
         return q_idx >= kv_idx
@@ -166,7 +176,7 @@ def make_flex(torch):
             if key not in _FLEX["masks"]:
                 _FLEX["masks"] = {key: create_block_mask(causal_mod, None, None, key[0], key[1], device=q.device)}
             mask = _FLEX["masks"][key]
-        out = _FLEX["fn"](q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block_mask=mask)
+        out = fn(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), block_mask=mask)
         return out.transpose(1, 2)
     return flex
 

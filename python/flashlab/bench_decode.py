@@ -7,7 +7,9 @@ Implementations (--impls, comma-separated; default: all):
     sdpa_cudnn, sdpa_flash, sdpa_efficient
                       torch.nn.functional.scaled_dot_product_attention under
                       torch.nn.attention.sdpa_kernel(one backend), contiguous caches only
-Peers (the "ratio" column divides by the best of them at each point): sdpa_*.
+    flex              torch.nn.attention.flex_attention.flex_attention under torch.compile (compiled
+                      once: flashlab.bench.compiled_flex), contiguous and paged caches
+Peers (the "ratio" column divides by the best of them at each point): sdpa_* and flex.
 
 Shapes (defaults: the project's issue-14 decode shape): bf16, --batch 32 sequences of --seqlen-q
 query tokens (default 1), --heads 32 query heads and --heads-kv 8 K/V heads (GQA), --head-dim 128,
@@ -25,6 +27,22 @@ then reads heads / heads_kv times the cache's bytes, while its TB/s still counts
 (the same numerator for every implementation, so TB/s compares times). With seqlen_q > 1 the
 mask is causal and bottom-right aligned against the cache (the last query sees every key): flashlab
 gets causal=True, SDPA torch.nn.attention.bias.causal_lower_right(seqlen_q, L).
+
+FlexAttention gets the same views of a contiguous cache with enable_gqa=True, no block mask at
+seqlen_q 1 and one from create_block_mask for the bottom-right causal mask. A paged cache is one
+pool of keys: K/V as (1, heads_kv, batch * pages * P, head_dim) views (batch 1, broadcast against
+the queries' batch), and the block table becomes a BlockMask (BlockMask.from_kv_blocks) whose KV
+block is one page: sequence b's KV blocks are its pages' physical ids, those every query sees whole
+marked full (the kernel skips the mask_mod there), the others partial, where a mask_mod on the
+physical key index (the page's owner and logical index, from the block table inverted, and the
+causal rule) masks what a query must not see. The kernel then reads only the sequence's pages.
+It does not run (a note instead) where a page is not a multiple of 16 keys (its key tile is at
+most one KV block and at least 16 keys wide: pages of 1 and 8 fail to compile, H200, torch 2.11),
+where heads / heads_kv is not a power of two (its decode kernel), or on pages with seqlen_q > 128
+(one query block here). With torch 2.11 its kernel does not compile where K or V has 2^31
+elements or more (the issue shape at 64k: int64 indexing, "Ternary expression with dynamic
+condition has inconsistent types int64 and int32"), a note too. torch.compile compiles at the
+first call of each point (about 10 s); that call is made in preparation, outside the timing.
 
 Correctness: before timing, each implementation's output is compared with a float32 reference
 (softmax(q k^T / sqrt(head_dim)) v from the same bf16 inputs, GQA by repeat_interleave, computed
@@ -50,7 +68,7 @@ benchmark in Python", says how to run it.
 
     python -m flashlab.bench_decode [--batch 32] [--heads 32] [--heads-kv 8] [--head-dim 128]
         [--seqlen-q 1] [--cache-lens 1024,4096,16384,65536] [--page-sizes 0,16]
-        [--impls flashlab,flashlab_decoder,sdpa_cudnn,sdpa_flash,sdpa_efficient]
+        [--impls flashlab,flashlab_decoder,sdpa_cudnn,sdpa_flash,sdpa_efficient,flex]
         [--budget-ms 100] [--out DIR]
 """
 import argparse
@@ -61,10 +79,10 @@ import os
 import sys
 import warnings
 
-from flashlab.bench import FLUSH_MODES, Skip, Timer, environment, progress
+from flashlab.bench import FLUSH_MODES, Skip, Timer, compiled_flex, environment, progress
 
 OURS = ("flashlab", "flashlab_decoder")
-PEERS = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")
+PEERS = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "flex")
 SDPA_BACKENDS = {"sdpa_cudnn": "CUDNN_ATTENTION", "sdpa_flash": "FLASH_ATTENTION",   # torch SDPBackend names
                  "sdpa_efficient": "EFFICIENT_ATTENTION"}
 IMPLS = OURS + PEERS
@@ -162,6 +180,15 @@ def _first_line(e):
     return f"{type(e).__name__}: {text.splitlines()[0][:100]}" if text else type(e).__name__
 
 
+def _error_gist(e):
+    """_first_line, and the last line naming an error where that differs: a compiler's exception
+    (torch.compile's InductorError) starts with where it failed and ends with why."""
+    why = [line.strip() for line in str(e).splitlines() if "Error" in line]
+    last = why[-1][:120] if why else ""
+    first = _first_line(e)
+    return first if not last or last in first else f"{first} ... {last}"
+
+
 def prepare(name, torch, inp, shared):
     """(call, note) for one implementation at one point: call() -> out (batch, seqlen_q, heads,
     head_dim), everything that is not the step itself (planning, copies) done here. Raises Skip."""
@@ -185,6 +212,8 @@ def prepare(name, torch, inp, shared):
         dec = fl.KVCacheDecoder().plan(B, inp["cache_len"], H, kc.shape[2], D, dtype=q.dtype, device=q.device,
                                        seqlen_q=Sq, page_size=inp["page_size"] or None, causal=causal, num_splits=0)
         return (lambda: dec.run(q, kc, vc, seqlens, block_table=table)[0]), ""
+    if name == "flex":
+        return prepare_flex(torch, inp)
     if name in PEERS:
         if table is not None:
             raise Skip("contiguous only")
@@ -249,6 +278,108 @@ def prepare_sdpa(name, torch, inp, shared):
         raise Skip(f"failed: enable_gqa: {err}; K/V copied to {H} heads: " + ("the same" if err2 == err else err2))
     return call, (f"K/V copied to {H} heads outside the timing (enable_gqa refused: {_short(err)}): "
                   f"the call reads {group}x the cache's bytes; TB/s counts the cache's")
+
+
+def prepare_flex(torch, inp):
+    """FlexAttention (compiled once: flashlab.bench.compiled_flex) on views of the cache, paged
+    caches included: the pool of pages as one sequence of keys of batch 1, the block table as a
+    block mask of one page per KV block (full caches: cache_seqlens = L). One call is made here: it
+    compiles the kernel for the shape (tens of seconds), which is kept out of the timing."""
+    try:
+        from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+        fn = compiled_flex(torch)
+    except ImportError as e:
+        raise Skip(f"flex_attention not importable ({_first_line(e)})")
+    q = inp["q"].transpose(1, 2)                                           # (B, H, Sq, D)
+    kc, vc, table, P, L = (inp[x] for x in ("k_cache", "v_cache", "block_table", "page_size", "cache_len"))
+    _, H, Sq, D = q.shape
+    Hkv = kc.shape[2]
+    group = H // Hkv
+    if group & (group - 1):
+        raise Skip("flex: query heads per K/V head must be a power of two (FlexAttention's decode kernel)")
+    if table is None:
+        k, v = kc.transpose(1, 2), vc.transpose(1, 2)                      # (B, Hkv, L, D), views
+        mask, note = None, ""
+        if inp["causal"]:  # bottom-right: query i sees keys j <= L - Sq + i
+            mask = create_block_mask(lambda b, h, q_idx, kv_idx: kv_idx <= L - Sq + q_idx, None, None, Sq, L,
+                                     device=q.device)
+    else:
+        if not flex_page_ok(P):
+            raise Skip(f"flex: a KV block is one page here; FlexAttention's key tile needs a page of a multiple "
+                       f"of 16 keys (page {P})")
+        if Sq > 128:
+            raise Skip("flex: the paged block mask here has one query block of 128 (seqlen_q <= 128)")
+        pool = kc.shape[0] * P
+        k = kc.view(1, pool, Hkv, D).transpose(1, 2)                       # (1, Hkv, pool, D), views
+        v = vc.view(1, pool, Hkv, D).transpose(1, 2)
+        owner, logical_page = paged_flex_maps(torch, table)
+        mask = BlockMask.from_kv_blocks(*paged_flex_blocks(torch, table, P, L, Sq), BLOCK_SIZE=(128, P),
+                                        mask_mod=paged_flex_mask_mod(owner, logical_page, P, L, Sq),
+                                        seq_lengths=(Sq, pool))
+        note = "one page per KV block (BlockMask.from_kv_blocks), K/V as one pool of batch 1"
+    gqa = H != Hkv
+
+    def call():
+        return fn(q, k, v, block_mask=mask, enable_gqa=gqa).transpose(1, 2)
+
+    try:
+        call()
+        _sync(torch, q)
+    except Exception as e:  # noqa: BLE001 - a shape the compiler or the kernel refuses is a note
+        raise Skip(f"failed: {_error_gist(e)}")
+    return call, note
+
+
+def flex_page_ok(page_size):
+    """Whether FlexAttention can take one page as its KV block: its key tile is at most one KV
+    block (and divides it) and cannot be narrower than Triton's dot, 16 keys."""
+    return page_size >= 16 and page_size % 16 == 0
+
+
+def paged_flex_maps(torch, block_table):
+    """(owner, logical_page), int32 of length batch * pages on the table's device: the sequence each
+    physical page of the pool belongs to and its index in that sequence (the block table inverted;
+    every page is used once)."""
+    B, n = block_table.shape
+    dev = block_table.device
+    pages = block_table.flatten().long()
+    owner = torch.empty(B * n, dtype=torch.int32, device=dev)
+    logical_page = torch.empty(B * n, dtype=torch.int32, device=dev)
+    owner[pages] = torch.arange(B, dtype=torch.int32, device=dev).repeat_interleave(n)
+    logical_page[pages] = torch.arange(n, dtype=torch.int32, device=dev).repeat(B)
+    return owner, logical_page
+
+
+def paged_flex_mask_mod(owner, logical_page, page_size, cache_len, seqlen_q):
+    """FlexAttention's mask_mod on the pool's physical key index: the key is in the query's sequence
+    and its logical position is visible (bottom-right causal; at seqlen_q 1: below L, which masks
+    the tail of a last page that L does not fill). The whole rule, not only what the partial blocks
+    need, so that it is right wherever it is applied (a dense evaluation too)."""
+    last = cache_len - seqlen_q
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        page = kv_idx // page_size
+        logical = logical_page[page] * page_size + kv_idx % page_size
+        return (owner[page] == b) & (logical <= last + q_idx)
+    return mask_mod
+
+
+def paged_flex_blocks(torch, block_table, page_size, cache_len, seqlen_q):
+    """(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices) for BlockMask.from_kv_blocks,
+    one page per KV block and one query block, full caches of cache_len: sequence b's pages that
+    every query sees whole are full blocks (no mask_mod), the rest partial. Counts (B, 1, 1); ids
+    (B, 1, 1, B * n) int32, padded with 0: the last dimension spans every KV block of the pool, as
+    from_kv_blocks inverts the lists into a dense table of that width (an id beyond it would index
+    out of it)."""
+    B, n = block_table.shape
+    nfull = min(n, (cache_len - seqlen_q + 1) // page_size)   # page p is full when (p + 1) P - 1 <= L - Sq
+
+    def lists(ids):
+        idx = torch.zeros(B, 1, 1, B * n, dtype=torch.int32, device=block_table.device)
+        idx[:, 0, 0, :ids.shape[1]] = ids
+        return torch.full((B, 1, 1), ids.shape[1], dtype=torch.int32, device=block_table.device), idx
+
+    return (*lists(block_table[:, nfull:]), *lists(block_table[:, :nfull]))
 
 
 def _short(text, n=70):

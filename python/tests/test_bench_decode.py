@@ -17,7 +17,7 @@ def test_defaults_are_the_issue_shape():
     assert (a.batch, a.seqlen_q, a.heads, a.heads_kv, a.head_dim) == (32, 1, 32, 8, 128)
     assert a.cache_lens == [1024, 4096, 16384, 65536]
     assert a.page_sizes == [0]
-    assert a.impls == ["flashlab", "flashlab_decoder", "sdpa_cudnn", "sdpa_flash", "sdpa_efficient"]
+    assert a.impls == ["flashlab", "flashlab_decoder", "sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "flex"]
     assert a.budget_ms == 100.0
     assert a.out == "bench-decode-out"
 
@@ -113,7 +113,7 @@ def test_markdown():
     assert "- sdpa_cudnn: failed: RuntimeError: no kernel" in contiguous
     assert "- sdpa_efficient: K/V copied to 32 heads outside the timing (...)" in contiguous
     paged = lines[lines.index("### paged cache, page size 16 (shuffled block table)"):]
-    assert "| flashlab | 1.50 |  |" in paged                  # no ratio: peers are contiguous only
+    assert "| flashlab | 1.50 |  |" in paged                  # no ratio: no peer timed at that point
     assert "| sdpa_flash | – |  |" in paged
     assert "- sdpa_flash: contiguous only" in paged
     # Every record in the details table, with max |delta|; a | inside a note is escaped.
@@ -159,13 +159,15 @@ _stub_timer.host_us = lambda call: 40.0  # flashlab.bench.Timer.host_us's place
 def test_a_point_on_cpu(seqlen_q, page_size):
     """One point end to end on CPU tensors: flashlab (CPU kernels) and SDPA's CPU flash backend
     agree with the float32 reference (bottom-right causal at seqlen_q 3; pages through a shuffled
-    table, the last page part-filled); the CUDA-only SDPA backends become notes."""
+    table, the last page part-filled); the CUDA-only SDPA backends become notes. FlexAttention is
+    left out (torch.compile; its kernel is the GPU's): the tests below check its paged mapping."""
     try:
         import flashlab.torch  # noqa: F401 - the extension (any build: these are CPU tensors)
     except ImportError as e:
         pytest.skip(f"flashlab.torch not importable: {e}")
     args = bd.parse_args(["--batch", "3", "--heads", "8", "--heads-kv", "2", "--head-dim", "64",
-                          "--seqlen-q", str(seqlen_q), "--cache-lens", "100"])
+                          "--seqlen-q", str(seqlen_q), "--cache-lens", "100",
+                          "--impls", ",".join(x for x in bd.IMPLS if x != "flex")])
     bar = _Bar()
     recs = bd.run_point(torch, args, 100, page_size, _stub_timer, bar, device="cpu")
     assert bar.n == len(args.impls) == len(recs)
@@ -175,7 +177,7 @@ def test_a_point_on_cpu(seqlen_q, page_size):
         assert by[name]["note"] == ""
         assert by[name]["tbps"] == pytest.approx(bd.tbps(bd.kv_bytes(3, 100, 2, 64), 0.5))
     if page_size:
-        assert all(by[p]["note"] == "contiguous only" and by[p]["tbps"] is None for p in bd.PEERS)
+        assert all(by[p]["note"] == "contiguous only" and by[p]["tbps"] is None for p in bd.SDPA_BACKENDS)
         assert by["flashlab"]["ratio"] is None
     else:
         assert by["sdpa_flash"]["max_abs"] < 0.02 and by["sdpa_flash"]["note"] == ""
@@ -217,3 +219,103 @@ def test_sdpa_copy_fallback_is_noted(monkeypatch):
     assert "K/V copied to 8 heads outside the timing" in note and "4x" in note and "No available kernel" in note
     assert shared["expanded"][0].shape == (2, 8, 50, 32)
     assert bd.check(call(), bd.reference(torch, inp)) < 0.02
+
+
+def test_flex_paged_maps_invert_the_block_table():
+    """owner and logical_page send every physical page back to its sequence and its index there."""
+    table = bd.shuffled_block_table(torch, 4, 5, seed=3)
+    owner, logical_page = bd.paged_flex_maps(torch, table)
+    assert owner.shape == logical_page.shape == (20,) and owner.dtype == logical_page.dtype == torch.int32
+    for b in range(4):
+        for p in range(5):
+            page = int(table[b, p])
+            assert (int(owner[page]), int(logical_page[page])) == (b, p)
+
+
+def test_flex_page_ok():
+    assert all(bd.flex_page_ok(p) for p in (16, 64, 256))
+    assert not any(bd.flex_page_ok(p) for p in (1, 3, 8, 24))
+
+
+def _flex_paged(seqlen_q, B=2, n=3, P=16, L=40):
+    """A shuffled table of B sequences of n pages of P over a full cache of L (the last page part-
+    filled at L 40), its mask_mod evaluated densely with plain torch ops on the pool's physical keys:
+    (table, mask_mod, visible (B, seqlen_q, B * n * P) bool)."""
+    table = bd.shuffled_block_table(torch, B, n, seed=1)
+    mod = bd.paged_flex_mask_mod(*bd.paged_flex_maps(torch, table), P, L, seqlen_q)
+    i = dict(dtype=torch.int32)
+    visible = mod(torch.arange(B, **i).view(B, 1, 1, 1), torch.zeros(1, 1, 1, 1, **i),
+                  torch.arange(seqlen_q, **i).view(1, 1, seqlen_q, 1), torch.arange(B * n * P, **i).view(1, 1, 1, -1))
+    return table, mod, visible[:, 0]
+
+
+@pytest.mark.parametrize("seqlen_q", [1, 3])
+def test_flex_paged_mask_mod(seqlen_q):
+    """Query i of sequence b sees exactly its own keys at logical positions <= L - seqlen_q + i."""
+    B, n, P, L = 2, 3, 16, 40
+    table, _, visible = _flex_paged(seqlen_q)
+    want = torch.zeros(B, seqlen_q, B * n * P, dtype=torch.bool)
+    for b in range(B):
+        for p in range(n):
+            page = int(table[b, p])
+            pos = p * P + torch.arange(P)
+            want[b, :, page * P:(page + 1) * P] = pos[None, :] <= L - seqlen_q + torch.arange(seqlen_q)[:, None]
+    assert torch.equal(visible, want)
+
+
+@pytest.mark.parametrize("seqlen_q", [1, 3])
+def test_flex_paged_blocks_agree_with_the_mask_mod(seqlen_q):
+    """The block lists: a full block (mask_mod skipped) is a page every query sees whole, a partial
+    one a page seen in part, and a page of the pool in neither list is seen by no query of b."""
+    B, n, P, L = 2, 3, 16, 40
+    table, _, visible = _flex_paged(seqlen_q)
+    kv_num, kv_idx, full_num, full_idx = bd.paged_flex_blocks(torch, table, P, L, seqlen_q)
+    assert kv_idx.shape == full_idx.shape == (B, 1, 1, B * n) and kv_num.shape == full_num.shape == (B, 1, 1)
+    assert {t.dtype for t in (kv_num, kv_idx, full_num, full_idx)} == {torch.int32}
+    per_page = visible.view(B, seqlen_q, B * n, P)
+    for b in range(B):
+        full = set(full_idx[b, 0, 0, :int(full_num[b, 0, 0])].tolist())
+        partial = set(kv_idx[b, 0, 0, :int(kv_num[b, 0, 0])].tolist())
+        assert len(full) == 2 and full | partial == set(table[b].tolist()) and not full & partial
+        for page in range(B * n):
+            seen = per_page[b, :, page]
+            if page in full:
+                assert seen.all()
+            elif page in partial:
+                assert seen.any() and not seen.all()
+            else:
+                assert not seen.any()
+
+
+def test_flex_paged_block_mask_builds_on_cpu():
+    """BlockMask.from_kv_blocks takes the lists (its inversion to query blocks indexes a dense table
+    as wide as the pool's KV blocks); the block mask lists exactly each sequence's pages."""
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    B, n, P, L, Sq = 2, 3, 16, 40, 3
+    table, mod, visible = _flex_paged(Sq)
+    mask = fa.BlockMask.from_kv_blocks(*bd.paged_flex_blocks(torch, table, P, L, Sq), BLOCK_SIZE=(128, P),
+                                       mask_mod=mod, seq_lengths=(Sq, B * n * P))
+    assert tuple(mask.shape) == (B, 1, Sq, B * n * P)
+    assert torch.equal(mask.to_dense()[:, 0, 0].bool(), visible.view(B, Sq, B * n, P).any(3).any(1))
+
+
+def test_flex_skips_before_compiling():
+    """The shapes FlexAttention's kernel does not take become notes before any compilation."""
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    for argv, page, why in ((["--heads", "6", "--heads-kv", "2"], 0, "power of two"),
+                            ([], 8, "page 8"),
+                            (["--seqlen-q", "130"], 16, "seqlen_q <= 128")):
+        args = bd.parse_args(["--batch", "2", "--head-dim", "16", "--cache-lens", "160", "--heads", "4",
+                              "--heads-kv", "2"] + argv)
+        with pytest.raises(bd.Skip, match=why):
+            bd.prepare("flex", torch, bd.make_inputs(torch, args, 160, page, device="cpu"), {})
+
+
+def test_error_gist_keeps_where_and_why():
+    """A compiler's exception starts with where it failed and ends with why: the note keeps both."""
+    e = RuntimeError("CompilationError: at 194:23:\n    acc = forward_inner(\n"
+                     "AssertionError('Ternary expression with dynamic condition has inconsistent types')")
+    assert bd._error_gist(e) == ("RuntimeError: CompilationError: at 194:23: ... "
+                                 "AssertionError('Ternary expression with dynamic condition has inconsistent types')")
+    assert bd._error_gist(ValueError("one line Error")) == "ValueError: one line Error"
+    assert bd._error_gist(ValueError("no match")) == "ValueError: no match"
