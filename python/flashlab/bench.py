@@ -8,6 +8,7 @@ Implementations (--impls, comma-separated; default: all that import):
                            flashlab:auto@FLASHLAB_SM90_FWD_CTAS=2147483647). Skipped with a note if
                            the extension is not built.
     triton_fa2, triton_fa1 flashlab.triton (the Triton learning kernels)
+    triton_fa2_tma         flashlab.triton's Hopper step: fa2 with the forward's tiles moved by TMA
     sdpa_flash, sdpa_efficient, sdpa_cudnn
                            torch.nn.functional.scaled_dot_product_attention, one backend each
     flex                   FlexAttention, torch.compile(flex_attention, dynamic=False) compiled once
@@ -54,7 +55,7 @@ import sys
 import time
 
 PEERS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "flex", "fa4")
-DEFAULT_IMPLS = "flashlab:auto,flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex,fa4"
+DEFAULT_IMPLS = "flashlab:auto,flashlab:cuda_sm80,flashlab:learn_v4,triton_fa2,triton_fa2_tma,triton_fa1,sdpa_flash,sdpa_efficient,sdpa_cudnn,flex,fa4"
 DEFAULT_SEQLENS = "512,1024,2048,4096,8192,16384"
 
 
@@ -106,12 +107,13 @@ def make_impl(name, torch):
                 else:
                     os.environ[env[0]] = old
         return with_env
-    if name in ("triton_fa2", "triton_fa1"):
+    if name in ("triton_fa2", "triton_fa2_tma", "triton_fa1"):
         try:
             from flashlab import triton as flt
         except Exception as e:  # noqa: BLE001
             raise Skip(f"flashlab.triton not importable ({type(e).__name__}: {e})")
-        return flt.fa2_attention if name == "triton_fa2" else flt.fa1_attention
+        return {"triton_fa2": flt.fa2_attention, "triton_fa2_tma": flt.fa2_tma_attention,
+                "triton_fa1": flt.fa1_attention}[name]
     if name.startswith("sdpa_"):
         from torch.nn.attention import SDPBackend, sdpa_kernel
 

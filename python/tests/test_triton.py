@@ -25,10 +25,10 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 if not torch.cuda.is_available() and not INTERPRET:
     pytest.skip("flashlab.triton needs a CUDA GPU (or TRITON_INTERPRET=1)", allow_module_level=True)
 
-from flashlab.triton import fa1_attention, fa2_attention  # noqa: E402
+from flashlab.triton import fa1_attention, fa2_attention, fa2_tma_attention  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-ALGOS = {"fa2": fa2_attention, "fa1": fa1_attention}
+ALGOS = {"fa2": fa2_attention, "fa1": fa1_attention, "fa2_tma": fa2_tma_attention}
 DTYPES = [torch.float16] if INTERPRET else [torch.bfloat16, torch.float16]
 
 # (seqlen_q, seqlen_k): 1, 17, 113, 1023; equal, and unequal both ways. Causal with seqlen_q >
@@ -129,7 +129,7 @@ def run_case(algo, seqlen_q, seqlen_k, group, head_dim, dtype, causal, seed, bat
 CASES = [(sq, sk, GROUPS[i % len(GROUPS)]) for i, (sq, sk) in enumerate(SEQLENS)]
 
 
-@pytest.mark.parametrize("algo", ["fa2", "fa1"])
+@pytest.mark.parametrize("algo", ["fa2", "fa1", "fa2_tma"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).replace("torch.", ""))
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -142,7 +142,7 @@ def test_against_float64(algo, seqlen_q, seqlen_k, group, head_dim, dtype, causa
 
 
 @pytest.mark.parametrize("head_dim", [16, 32, 256] if not INTERPRET else [16])
-@pytest.mark.parametrize("algo", ["fa2", "fa1"])
+@pytest.mark.parametrize("algo", ["fa2", "fa1", "fa2_tma"])
 def test_other_head_dims(algo, head_dim):
     run_case(algo, 113, 200, 2, head_dim, torch.float16, True, seed=head_dim)
 
@@ -152,7 +152,7 @@ def test_other_head_dims(algo, head_dim):
 def test_small_tiles(seqlen_q, seqlen_k, causal):
     """16 x 16 tiles: short sequences then cross many tile edges and diagonal blocks, which is
     where the full/masked block split of the kernels could go wrong."""
-    from flashlab.triton import fa1_backward, fa1_forward, fa2_backward, fa2_forward
+    from flashlab.triton import fa1_backward, fa1_forward, fa2_backward, fa2_forward, fa2_tma_forward
     from flashlab.triton._common import TileConfig
 
     tiny = TileConfig(16, 16, 4, 2)
@@ -163,7 +163,8 @@ def test_small_tiles(seqlen_q, seqlen_k, causal):
     out_base, _ = reference(*base_leaves, causal, 32 ** -0.5, torch.float16)
     grads_ref = torch.autograd.grad(out_ref, ref_leaves, do.double())
     grads_base = torch.autograd.grad(out_base, base_leaves, do)
-    for fwd, bwd, cfg in ((fa2_forward, fa2_backward, (tiny, tiny)), (fa1_forward, fa1_backward, tiny)):
+    for fwd, bwd, cfg in ((fa2_forward, fa2_backward, (tiny, tiny)), (fa1_forward, fa1_backward, tiny),
+                          (fa2_tma_forward, fa2_backward, (tiny, tiny))):
         poison_allocator()
         out, lse = fwd(q, k, v, causal, None, tiny)
         check_close(f"{fwd.__name__} out", out, out_base, out_ref, OUT_FACTOR)
@@ -174,10 +175,11 @@ def test_small_tiles(seqlen_q, seqlen_k, causal):
             check_close(f"{bwd.__name__} {name}", g, gb, gr, GRAD_FACTOR)
 
 
-@pytest.mark.parametrize("algo", ["fa2", "fa1"])
+@pytest.mark.parametrize("algo", ["fa2", "fa1", "fa2_tma"])
 def test_strided_inputs(algo):
     """q, k, v as views into one packed (batch, seqlen, 3, heads, d) tensor, and a transposed dO:
-    the kernels read the strides, they never assume contiguity."""
+    the kernels read the strides, they never assume contiguity (fa2_tma: strides of 16 bytes' multiples,
+    which a packed tensor has)."""
     g = torch.Generator(device=DEVICE).manual_seed(7)
     dtype = torch.float16
     qkv = torch.randn(2, 77, 3, 4, 64, device=DEVICE, dtype=dtype, generator=g)
@@ -227,3 +229,19 @@ def test_empty_key_sequence():
         assert out.abs().max().item() == 0.0 and torch.isinf(lse).all() and (lse < 0).all()
         dq, dk, dv = torch.autograd.grad(out, leaves, do)
         assert dq.abs().max().item() == 0.0 and dk.numel() == 0
+
+
+def test_tma_layouts_it_refuses():
+    """fa2_tma: what a TMA descriptor cannot describe is a ValueError naming the tensor and the rule,
+    before any launch: a stride that is not a multiple of 16 bytes (520 here), a head dim that is
+    not contiguous. fa2 takes both."""
+    g = torch.Generator(device=DEVICE).manual_seed(5)
+    padded = torch.randn(1, 8, 4 * 64 + 4, device=DEVICE, dtype=torch.float16, generator=g)
+    q = padded[..., :256].view(1, 8, 4, 64)                       # seqlen stride 260 elements: 520 bytes
+    k = torch.randn(1, 8, 4, 64, device=DEVICE, dtype=torch.float16, generator=g)
+    with pytest.raises(ValueError, match=r"q.stride\(1\) = 260 elements is not a multiple of 16 bytes"):
+        fa2_tma_attention(q, k, k)
+    kt = torch.randn(1, 8, 64, 4, device=DEVICE, dtype=torch.float16, generator=g).transpose(2, 3)
+    with pytest.raises(ValueError, match=r"k.stride\(3\) = 4: TMA needs the head dim contiguous"):
+        fa2_tma_attention(k, kt, k)
+    assert (fa2_attention(q, k, k) - fa2_tma_attention(q.contiguous(), k, k)).abs().max().item() <= 4e-3

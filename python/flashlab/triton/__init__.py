@@ -11,14 +11,18 @@ j <= i + seqlen_k - seqlen_q; a row that sees no key gives 0 and LSE -inf), any 
 Not supported (use flashlab.torch or flash_attn): dropout, softcap, ALiBi, sliding windows, varlen.
 
 The kernels are in fa2.py (the fast one: read it first) and fa1.py (the paper's Algorithm 1 and 2
-structure, slow on purpose). docs/learn/triton.md compares them with the CUDA learning kernels.
+structure, slow on purpose). fa2_tma.py is the Hopper step: fa2.py's forward with its tiles moved by
+TMA (tensor descriptors; the head dim contiguous and the other strides multiples of 16 bytes), and
+fa2.py's backward. docs/learn/triton.md compares them with the CUDA learning kernels.
 """
 import torch
 
 from .fa1 import fa1_backward, fa1_forward
 from .fa2 import fa2_backward, fa2_forward
+from .fa2_tma import fa2_tma_backward, fa2_tma_forward
 
-__all__ = ["fa1_attention", "fa2_attention", "fa1_forward", "fa1_backward", "fa2_forward", "fa2_backward"]
+__all__ = ["fa1_attention", "fa2_attention", "fa2_tma_attention", "fa1_forward", "fa1_backward", "fa2_forward",
+           "fa2_backward", "fa2_tma_forward", "fa2_tma_backward"]
 
 
 def _make_function(name, forward, backward):
@@ -41,6 +45,7 @@ def _make_function(name, forward, backward):
 
 _FA1 = _make_function("FA1Attention", fa1_forward, fa1_backward)
 _FA2 = _make_function("FA2Attention", fa2_forward, fa2_backward)
+_FA2_TMA = _make_function("FA2TMAAttention", fa2_tma_forward, fa2_tma_backward)
 
 
 def fa1_attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
@@ -56,4 +61,14 @@ def fa2_attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
 
     softmax_scale defaults to 1/sqrt(head_dim). Returns out, or (out, lse) with return_lse=True."""
     out, lse = _FA2.apply(q, k, v, bool(causal), softmax_scale)
+    return (out, lse) if return_lse else out
+
+
+def fa2_tma_attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
+    """FlashAttention-2 with the forward's tiles moved by TMA (Hopper's tensor memory accelerator;
+    fa2_tma.py) and fa2's backward. ValueError where TMA cannot describe q, k or v (head dim not
+    contiguous, another stride or the address not a multiple of 16 bytes).
+
+    softmax_scale defaults to 1/sqrt(head_dim). Returns out, or (out, lse) with return_lse=True."""
+    out, lse = _FA2_TMA.apply(q, k, v, bool(causal), softmax_scale)
     return (out, lse) if return_lse else out

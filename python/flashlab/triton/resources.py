@@ -6,7 +6,8 @@ Compiles every flashlab.triton kernel ahead of time for the given compute capabi
 own ptxas; no device needed), with the default tile configurations and the specializations a
 typical call gets (contiguous head dim, 16-aligned strides, MHA), then reads ptxas's report and
 counts instructions in the PTX: wgmma (Hopper's warpgroup MMA), mma.sync (Ampere's), cp.async
-(the asynchronous global-to-shared copies of the software pipeline). A configuration that spills
+(the asynchronous global-to-shared copies of the software pipeline), cp.async.bulk.tensor (TMA
+copies: fa2_tma.py's tiles). A configuration that spills
 registers or wants more than 227 KiB of shared memory shows here before it costs device time.
 """
 import argparse
@@ -19,7 +20,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from . import fa1, fa2
+from . import fa1, fa2, fa2_tma
 
 PTR_F32 = {"LSE", "DELTA", "M", "L"}
 FLOATS = {"qk_scale", "softmax_scale"}
@@ -32,12 +33,16 @@ def ptxas_path():
 
 def compile_for(jitfn, arch, dtype, consts, cfg, fp32_ptrs=()):
     """Compile like a launch would specialize it: head-dim strides = 1, other strides and all
-    pointers 16-divisible, group = 1 (MHA)."""
+    pointers 16-divisible, group = 1 (MHA); a TMA descriptor argument (desc_q, desc_k, ...) boxes
+    one tile of one head, (1, BLOCK_M or BLOCK_N rows, 1, HEAD_DIM)."""
     names = jitfn.arg_names
     sig, consts = {}, dict(consts)
     for n in names:
         if n in consts:
             sig[n] = "constexpr"
+        elif n.startswith("desc_"):
+            rows = consts["BLOCK_M"] if n in ("desc_q", "desc_o") else consts["BLOCK_N"]
+            sig[n] = f"tensordesc<{dtype}[1,{rows},1,{consts['HEAD_DIM']}]>"
         elif n.isupper():                                   # tensors are the upper-case arguments
             sig[n] = "*fp32" if n in PTR_F32 or n in fp32_ptrs else f"*{dtype}"
         elif n in FLOATS:
@@ -67,14 +72,16 @@ def describe(kernel, arch):
     spills = re.search(r"(\d+) bytes spill stores", report)
     return {"smem_kib": kernel.metadata.shared / 1024, "regs": int(regs.group(1)) if regs else -1,
             "spill_bytes": int(spills.group(1)) if spills else -1, "wgmma": ptx.count("wgmma.mma_async"),
-            "mma_sync": ptx.count("mma.sync"), "cp_async": ptx.count("cp.async.")}
+            "mma_sync": ptx.count("mma.sync"), "cp_async": ptx.count("cp.async.") - ptx.count("cp.async.bulk"),
+            "tma": ptx.count("cp.async.bulk.tensor")}
 
 
 def kernels(head_dim, causal):
     """(label, jit function, config, fp32 pointer arguments) for every kernel at this head_dim."""
     fwd, (dkdv, dq) = fa2.fwd_config(head_dim), fa2.bwd_configs(head_dim)
     f1, b1 = fa1.fa1_config(head_dim), fa1.fa1_config(head_dim, backward=True)
-    return [("fa2 forward", fa2._fwd_kernel, fwd, ()), ("fa2 dK/dV", fa2._bwd_dkdv_kernel, dkdv, ()),
+    return [("fa2 forward", fa2._fwd_kernel, fwd, ()), ("fa2_tma forward", fa2_tma._fwd_tma_kernel, fwd, ()),
+            ("fa2 dK/dV", fa2._bwd_dkdv_kernel, dkdv, ()),
             ("fa2 dQ", fa2._bwd_dq_kernel, dq, ()), ("fa1 forward", fa1._fa1_fwd_kernel, f1, ("O",)),
             ("fa1 backward", fa1._fa1_bwd_kernel, b1, ("DQ",))]
 
@@ -86,8 +93,8 @@ def main(argv=None):
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     args = ap.parse_args(argv)
     print(f"flashlab.triton kernels compiled for sm_{args.arch} ({args.dtype}), triton {triton.__version__}")
-    print("| kernel | head_dim | causal | tiles | smem KiB | regs | spill bytes | wgmma | mma.sync | cp.async |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | head_dim | causal | tiles | smem KiB | regs | spill bytes | wgmma | mma.sync | cp.async | TMA |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in (int(x) for x in args.hdims.split(",")):
         for causal in (False, True):
             for label, fn, cfg, f32 in kernels(d, causal):
@@ -95,7 +102,8 @@ def main(argv=None):
                 try:
                     r = describe(compile_for(fn, args.arch, args.dtype, consts, cfg, f32), args.arch)
                     print(f"| {label} | {d} | {int(causal)} | {cfg} | {r['smem_kib']:.1f} | {r['regs']} | "
-                          f"{r['spill_bytes']} | {r['wgmma']} | {r['mma_sync']} | {r['cp_async']} |", flush=True)
+                          f"{r['spill_bytes']} | {r['wgmma']} | {r['mma_sync']} | {r['cp_async']} | {r['tma']} |",
+                          flush=True)
                 except Exception as e:  # noqa: BLE001 - report and go on
                     print(f"| {label} | {d} | {int(causal)} | {cfg} | failed: {str(e).splitlines()[0][:80]} |")
 
