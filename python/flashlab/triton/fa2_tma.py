@@ -21,7 +21,9 @@ shared memory and an mbarrier says when). What changes for the kernel:
     query tile needs no store mask.
 What TMA asks in return: the innermost stride 1, every other stride and the base address multiples
 of 16 bytes (8 bf16 / fp16 elements), so the kernel refuses other layouts (ValueError) where fa2.py
-takes any strides.
+takes any strides. TMA is Hopper's (sm_90 on): for an Ampere GPU Triton lowers the descriptors to
+plain loads, without fa2.py's cp.async pipeline (sm_80, head dim 128: 488 bytes of spills in
+resources.py's compile), so use fa2.py there.
 
 The rest (online softmax in base 2, full / masked key blocks, causal ranges, GQA, LSE) is fa2.py's
 forward line for line: read that first; the diff between the two kernels is this step. The backward
