@@ -101,6 +101,46 @@ def _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start, end, offs_m, offs_n,
     return acc, l_i, m_i
 
 
+@triton.jit
+def _query_tile(heads_q, group, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr):
+    """This program's query tile: (bh, b, h, h_kv, start_m) from the grid (query block, batch * heads_q).
+    Causal tiles are taken last first: the tiles near the end see the most keys, so issuing them
+    first shortens the last wave. GQA: `group` query heads share K/V head h_kv."""
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    bh = tl.program_id(1)
+    h = bh % heads_q
+    return bh, bh // heads_q, h, h // group, pid_m * BLOCK_M
+
+
+@triton.jit
+def _key_range(start_m, seqlen_q, seqlen_k, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(end, full_end) for the query tile starting at row start_m: keys [0, end) are seen by some row
+    of the tile, keys [0, full_end) (whole key blocks) by every row: those blocks need no mask.
+    Causal masks are bottom-right aligned. Shared by the forward and the dQ kernel (and fa2_tma.py)."""
+    if CAUSAL:
+        shift = seqlen_k - seqlen_q
+        end = tl.minimum(seqlen_k, start_m + BLOCK_M + shift)
+        full_end = tl.minimum(seqlen_k, start_m + 1 + shift)
+    else:
+        end = seqlen_k
+        full_end = seqlen_k
+    end = tl.maximum(end, 0)
+    full_end = tl.maximum(full_end, 0) // BLOCK_N * BLOCK_N
+    return end, full_end
+
+
+@triton.jit
+def _finish(acc, l_i, m_i):
+    """The forward's epilogue: O = acc / l and LSE = (m + log2 l) · ln 2 (natural log). l = 0 only for
+    a row that saw no key: O = 0 and LSE = -inf, by definition."""
+    empty = l_i == 0.0
+    out = acc / tl.where(empty, 1.0, l_i)[:, None]
+    lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * _LN2)
+    return out, lse
+
+
 # Triton specializes integer arguments equal to 1 or divisible by 16; the kernels gain nothing
 # from that for seqlens, so they are exempt (fewer compiled variants across awkward shapes).
 @triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
@@ -108,15 +148,7 @@ def _fwd_kernel(Q, K, V, O, LSE,
                 sqb, sqm, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sob, som, soh, sod,
                 seqlen_q, seqlen_k, heads_q, group, qk_scale,
                 CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        # Causal tiles near the end see the most keys: issue them first so the last wave is short.
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    bh = tl.program_id(1)
-    b = bh // heads_q
-    h = bh % heads_q
-    h_kv = h // group                                     # GQA: `group` query heads share a K/V head
-    start_m = pid_m * BLOCK_M
+    bh, b, h, h_kv, start_m = _query_tile(heads_q, group, CAUSAL, BLOCK_M)   # causal: longest tiles first
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -127,16 +159,7 @@ def _fwd_kernel(Q, K, V, O, LSE,
     row_ok = offs_m[:, None] < seqlen_q
     q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=row_ok, other=0.0)
 
-    # Key range of this tile. full_end: keys [0, full_end) are seen by every row of the tile.
-    if CAUSAL:
-        shift = seqlen_k - seqlen_q                          # bottom-right alignment
-        end = tl.minimum(seqlen_k, start_m + BLOCK_M + shift)
-        full_end = tl.minimum(seqlen_k, start_m + 1 + shift)
-    else:
-        end = seqlen_k
-        full_end = seqlen_k
-    end = tl.maximum(end, 0)
-    full_end = tl.maximum(full_end, 0) // BLOCK_N * BLOCK_N
+    end, full_end = _key_range(start_m, seqlen_q, seqlen_k, CAUSAL, BLOCK_M, BLOCK_N)   # this tile's keys
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -146,10 +169,7 @@ def _fwd_kernel(Q, K, V, O, LSE,
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, full_end, end, offs_m, offs_n,
                                seqlen_q, seqlen_k, qk_scale, skn, svn, True, CAUSAL, BLOCK_N)
 
-    # Epilogue. l_i = 0 only for a row that saw no key: O = 0 and LSE = -inf, by definition.
-    empty = l_i == 0.0
-    out = acc / tl.where(empty, 1.0, l_i)[:, None]
-    lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * _LN2)   # back to natural log
+    out, lse = _finish(acc, l_i, m_i)
     o_ptrs = O + b.to(tl.int64) * sob + h.to(tl.int64) * soh + offs_m[:, None] * som + offs_d[None, :] * sod
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=row_ok)
     tl.store(LSE + bh.to(tl.int64) * seqlen_q + offs_m, lse, mask=offs_m < seqlen_q)
@@ -317,14 +337,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
                    sdqb, sdqm, sdqh, sdqd,
                    seqlen_q, seqlen_k, heads_q, group, qk_scale, softmax_scale,
                    CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    bh = tl.program_id(1)
-    b = bh // heads_q
-    h = bh % heads_q
-    h_kv = h // group
-    start_m = pid_m * BLOCK_M
+    bh, b, h, h_kv, start_m = _query_tile(heads_q, group, CAUSAL, BLOCK_M)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -338,15 +351,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ,
     k_ptrs = K + b.to(tl.int64) * skb + h_kv.to(tl.int64) * skh + offs_n[:, None] * skn + offs_d[None, :] * skd
     v_ptrs = V + b.to(tl.int64) * svb + h_kv.to(tl.int64) * svh + offs_n[:, None] * svn + offs_d[None, :] * svd
 
-    if CAUSAL:  # the same key ranges as the forward
-        shift = seqlen_k - seqlen_q
-        end = tl.minimum(seqlen_k, start_m + BLOCK_M + shift)
-        full_end = tl.minimum(seqlen_k, start_m + 1 + shift)
-    else:
-        end = seqlen_k
-        full_end = seqlen_k
-    end = tl.maximum(end, 0)
-    full_end = tl.maximum(full_end, 0) // BLOCK_N * BLOCK_N
+    end, full_end = _key_range(start_m, seqlen_q, seqlen_k, CAUSAL, BLOCK_M, BLOCK_N)   # the forward's ranges
 
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     dq = _dq_inner(dq, q, do, lse, delta, k_ptrs, v_ptrs, 0, full_end, offs_m, offs_n,

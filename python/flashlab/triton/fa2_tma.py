@@ -39,10 +39,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ._common import LN2, LOG2E, check_inputs
-from .fa2 import fa2_backward, fwd_config
-
-_LN2 = tl.constexpr(LN2)
+from ._common import LOG2E, check_inputs
+from .fa2 import _finish, _key_range, _query_tile, fa2_backward, fwd_config
 
 TMA_ALIGN_BYTES = 16  # the TMA unit's rule for the base address and every stride but the innermost
 
@@ -77,27 +75,12 @@ def _fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, b, h_kv, start, end, offs_m
 @triton.jit(do_not_specialize=["seqlen_q", "seqlen_k"])
 def _fwd_tma_kernel(desc_q, desc_k, desc_v, desc_o, LSE, seqlen_q, seqlen_k, heads_q, group, qk_scale,
                     CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m             # longest tiles first, as fa2.py
-    bh = tl.program_id(1)
-    b = bh // heads_q
-    h = bh % heads_q
-    h_kv = h // group
-    start_m = pid_m * BLOCK_M
+    bh, b, h, h_kv, start_m = _query_tile(heads_q, group, CAUSAL, BLOCK_M)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     q = desc_q.load([b, start_m, h, 0]).reshape(BLOCK_M, HEAD_DIM)             # zeros past seqlen_q
 
-    if CAUSAL:
-        shift = seqlen_k - seqlen_q
-        end = tl.minimum(seqlen_k, start_m + BLOCK_M + shift)
-        full_end = tl.minimum(seqlen_k, start_m + 1 + shift)
-    else:
-        end = seqlen_k
-        full_end = seqlen_k
-    end = tl.maximum(end, 0)
-    full_end = tl.maximum(full_end, 0) // BLOCK_N * BLOCK_N
+    end, full_end = _key_range(start_m, seqlen_q, seqlen_k, CAUSAL, BLOCK_M, BLOCK_N)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -107,9 +90,7 @@ def _fwd_tma_kernel(desc_q, desc_k, desc_v, desc_o, LSE, seqlen_q, seqlen_k, hea
     acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, desc_k, desc_v, b, h_kv, full_end, end, offs_m, offs_n,
                                    seqlen_q, seqlen_k, qk_scale, True, CAUSAL, HEAD_DIM, BLOCK_N)
 
-    empty = l_i == 0.0
-    out = acc / tl.where(empty, 1.0, l_i)[:, None]
-    lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * _LN2)
+    out, lse = _finish(acc, l_i, m_i)
     desc_o.store([b, start_m, h, 0], out.to(desc_o.dtype).reshape(1, BLOCK_M, 1, HEAD_DIM))  # clipped at seqlen_q
     tl.store(LSE + bh.to(tl.int64) * seqlen_q + offs_m, lse, mask=offs_m < seqlen_q)
 
