@@ -148,13 +148,13 @@ bool available(const Backend& b) {
 Status backend_supports(const Backend& b, const AttentionConfig& c, bool backward) {
   FLASHLAB_RETURN_IF_ERROR(b.supports(c, backward, b.name()));
   // docs/design/sink-tokens.md: the CPU backends and cuda_sm80 have them, cuda_sm90 in the forward
-  // up to head dim 128 and in the backward but not deterministic (sm90_supports and
-  // sm90_backward_accepts refuse the rest, and impl=auto runs cuda_sm80 there), the learning kernels not.
+  // up to head dim 192 and in the backward, deterministic included (sm90_supports refuses its forward
+  // above 192 beside a left window, and impl=auto runs cuda_sm80 there), the learning kernels not.
   const bool sink_tokens_served = b.impl == Impl::kReference || b.impl == Impl::kCpuFlash ||
                                   b.impl == Impl::kCudaSm80 || b.impl == Impl::kCudaSm90;
   if (c.sink_tokens > 0 && !sink_tokens_served)
     return Status::Unsupported(std::string("sink_tokens (StreamingLLM sink tokens) is not supported by impl ") +
-                               b.name() + " yet: impl cuda_sm80 (and cpu_flash, reference on the cpu) serve it");
+                               b.name() + " yet: impl cuda_sm90, cuda_sm80 (and cpu_flash, reference on the cpu) serve it");
   return Status::Ok();
 }
 
