@@ -175,11 +175,19 @@ def _fwd_kernel(Q, K, V, O, LSE,
     tl.store(LSE + bh.to(tl.int64) * seqlen_q + offs_m, lse, mask=offs_m < seqlen_q)
 
 
-def fa2_forward(q, k, v, causal=False, softmax_scale=None, config=None):
-    """Raw forward: returns (out, lse). No autograd; see fa2_attention."""
-    batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, scale = check_inputs(q, k, v, softmax_scale)
+def _forward_outputs(q, k, v, softmax_scale):
+    """check_inputs' tuple, and the forward's outputs (uninitialized): out (batch, seqlen_q, heads_q,
+    head_dim) in q's dtype, lse (batch, heads_q, seqlen_q) float32. fa2_forward's and fa2_tma's."""
+    dims = check_inputs(q, k, v, softmax_scale)
+    batch, seqlen_q, _, heads_q, _, head_dim, _ = dims
     out = torch.empty((batch, seqlen_q, heads_q, head_dim), dtype=q.dtype, device=q.device)
     lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device)
+    return dims, out, lse
+
+
+def fa2_forward(q, k, v, causal=False, softmax_scale=None, config=None):
+    """Raw forward: returns (out, lse). No autograd; see fa2_attention."""
+    (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, scale), out, lse = _forward_outputs(q, k, v, softmax_scale)
     if out.numel() == 0:
         return out, lse
     cfg = config or fwd_config(head_dim)

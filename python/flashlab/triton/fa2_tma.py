@@ -34,13 +34,12 @@ docs/learn/triton.md, "What you lose"): warp specialization (a producer warp iss
 copies), ping-pong between warpgroups, register reallocation. Whether Triton's compiler overlaps
 the TMA copies with the products (num_stages) is what resources.py's report and a GPU timing show.
 """
-import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ._common import LOG2E, check_inputs
-from .fa2 import _finish, _key_range, _query_tile, fa2_backward, fwd_config
+from ._common import LOG2E
+from .fa2 import _finish, _forward_outputs, _key_range, _query_tile, fa2_backward, fwd_config
 
 TMA_ALIGN_BYTES = 16  # the TMA unit's rule for the base address and every stride but the innermost
 
@@ -112,9 +111,7 @@ def tma_descriptor(name, t, block_rows):
 
 def fa2_tma_forward(q, k, v, causal=False, softmax_scale=None, config=None):
     """Raw forward with TMA tiles: returns (out, lse), as fa2.fa2_forward. No autograd."""
-    batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, scale = check_inputs(q, k, v, softmax_scale)
-    out = torch.empty((batch, seqlen_q, heads_q, head_dim), dtype=q.dtype, device=q.device)
-    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device)
+    (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, scale), out, lse = _forward_outputs(q, k, v, softmax_scale)
     if out.numel() == 0:
         return out, lse
     if k.numel() == 0:                      # no key at all: every row is empty (TMA takes no 0-sized box)
